@@ -19,8 +19,10 @@
 //! and clock syscalls). [`wire`] and segment creation/mapping are for
 //! non-real-time threads only.
 
+pub mod cycle;
 pub mod limits;
 pub mod paths;
+pub mod rt;
 pub mod shm;
 pub mod sync;
 pub mod time;

@@ -1,0 +1,1057 @@
+//! # resound-client
+//!
+//! The native Rust client library: open a client on a running `resoundd`,
+//! register ports, activate with a process callback that runs on the client's
+//! own real-time thread every cycle, connect ports, and receive notifications
+//! on a separate non-real-time thread.
+//!
+//! ```no_run
+//! use resound_client::{Client, Control, OpenOptions, PortFlags, PortKind};
+//! let client = Client::open("gain", OpenOptions::default())?;
+//! let inp = client.register_port("in", PortKind::Audio, PortFlags::INPUT)?;
+//! let mut out = client.register_port("out", PortKind::Audio, PortFlags::OUTPUT)?;
+//! client.activate(move |ps: &mut resound_client::ProcessScope| {
+//!     let x = inp.audio_in(ps);
+//!     let y = out.audio_out(ps);
+//!     for (y, x) in y.iter_mut().zip(x) {
+//!         *y = 0.5 * x;
+//!     }
+//!     Control::Continue
+//! })?;
+//! client.connect("system:capture_1", "gain:in")?;
+//! # Ok::<(), resound_client::Error>(())
+//! ```
+//!
+//! Threads: [`Client`] methods are for non-real-time threads (they talk to
+//! the server over the socket). [`ProcessHandler::process`] runs on the
+//! process thread; [`NotificationHandler::notification`] on the notification
+//! thread. In debug builds the process callback runs under
+//! `assert_no_alloc`: with the `AllocDisabler` global allocator installed (as
+//! resound's own tools do) an allocation there aborts the program.
+
+use resound_protocol::cycle::{input_buffer, signal_downstream};
+use resound_protocol::limits::{self, AUDIO_TYPE, MIDI_TYPE};
+use resound_protocol::shm::{self, client_state, port_flags, NodeStatus, Table, View};
+use resound_protocol::sync::{futex, switch, Ordering};
+use resound_protocol::time::{monotonic_ns, thread_cpu_ns};
+use resound_protocol::wire::{
+    self, Envelope, ErrorCode, FrameError, Hello, HelloKind, Notification, PortInfo, Reply,
+    Request, ServerMsg, Status, Welcome, WireError,
+};
+use std::os::unix::net::UnixStream;
+use std::sync::atomic::{AtomicBool, AtomicU32};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+pub use resound_protocol::wire::{ErrorCode as Code, Notification as Event};
+
+/// How long a request waits for the server's reply.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Errors of client operations.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// No server is listening under that name.
+    #[error("no resound server named {name:?} is running (no socket at {path}); start one, e.g. `resoundd -d dummy`")]
+    NoServer {
+        /// Server name.
+        name: String,
+        /// Socket path tried.
+        path: String,
+    },
+    /// The server refused or failed the request.
+    #[error("{0}")]
+    Server(#[from] WireError),
+    /// The connection to the server failed or it went away.
+    #[error("connection to the server: {0}")]
+    Io(#[from] std::io::Error),
+    /// The server did not answer in time.
+    #[error("the server did not answer within {0:?}")]
+    Timeout(Duration),
+    /// The call does not fit the client's state.
+    #[error("{0}")]
+    State(&'static str),
+}
+
+impl Error {
+    /// The server's error code, if the server reported the error.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Server(e) => Some(e.code),
+            _ => None,
+        }
+    }
+}
+
+/// Result alias.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Options of [`Client::open`].
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// Server name (default: $RESOUND_SERVER, $JACK_DEFAULT_SERVER, "default").
+    pub server: Option<String>,
+    /// Fail if the name is taken instead of getting "name-01" (JackUseExactName).
+    pub exact_name: bool,
+    /// Socket directory (default: [`resound_protocol::paths::socket_dir`]).
+    pub dir: Option<std::path::PathBuf>,
+}
+
+/// Port data type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortKind {
+    /// 32-bit float mono audio.
+    Audio,
+    /// Raw MIDI events.
+    Midi,
+}
+
+impl PortKind {
+    /// The JACK type name.
+    pub fn type_name(self) -> &'static str {
+        match self {
+            PortKind::Audio => AUDIO_TYPE,
+            PortKind::Midi => MIDI_TYPE,
+        }
+    }
+}
+
+/// JACK port flags.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortFlags(pub u32);
+
+impl PortFlags {
+    /// JackPortIsInput.
+    pub const INPUT: PortFlags = PortFlags(port_flags::IS_INPUT);
+    /// JackPortIsOutput.
+    pub const OUTPUT: PortFlags = PortFlags(port_flags::IS_OUTPUT);
+    /// JackPortIsTerminal.
+    pub const TERMINAL: PortFlags = PortFlags(port_flags::IS_TERMINAL);
+}
+
+impl std::ops::BitOr for PortFlags {
+    type Output = PortFlags;
+    fn bitor(self, o: PortFlags) -> PortFlags {
+        PortFlags(self.0 | o.0)
+    }
+}
+
+/// What the process callback tells the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Keep running.
+    Continue,
+    /// Stop: the client is deactivated (as a non-zero return in JACK).
+    Quit,
+}
+
+/// A port of this client. Not `Clone`: the handle that writes an output
+/// buffer is unique, so two `&mut` to one buffer cannot exist.
+#[derive(Debug)]
+pub struct Port {
+    id: u32,
+    name: String,
+    slot: u32,
+}
+
+impl Port {
+    /// Port id (slot), as JACK's `jack_port_id_t`.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// Full name "client:port".
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// This cycle's input signal (silence when unconnected; the source's own
+    /// buffer for a single connection; a mix for several).
+    pub fn audio_in<'s>(&'s self, ps: &'s ProcessScope<'_>) -> &'s [f32] {
+        let p = input_buffer(ps.view, &ps.table, self.id, self.slot, ps.frames);
+        // SAFETY: input_buffer returns a pointer to ≥ frames f32 in a mapped
+        // segment (silence, a source buffer, or this port's own buffer).
+        // Other processes write a source buffer only when they are late,
+        // which gives wrong samples, never invalid memory.
+        unsafe { std::slice::from_raw_parts(p, ps.frames) }
+    }
+
+    /// This cycle's output buffer (must be filled every cycle).
+    pub fn audio_out<'s>(&'s mut self, ps: &'s ProcessScope<'_>) -> &'s mut [f32] {
+        match ps.view.port_buffer(self.id) {
+            // SAFETY: our own output port's buffer (max_frames ≥ frames f32);
+            // `&mut self` makes this the only mutable view in this process.
+            Some(p) => unsafe { std::slice::from_raw_parts_mut(p, ps.frames) },
+            None => &mut [],
+        }
+    }
+}
+
+/// What the process callback sees of the current cycle.
+pub struct ProcessScope<'a> {
+    view: &'a View,
+    table: Table<'a>,
+    frames: usize,
+    cycle: u64,
+    frame_time: u64,
+    cycle_start_ns: u64,
+}
+
+impl ProcessScope<'_> {
+    /// Frames in this cycle.
+    pub fn frames(&self) -> usize {
+        self.frames
+    }
+
+    /// Cycle number (the server's first cycle is 1).
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    /// Frame time of the first frame of this cycle (JACK's jack_last_frame_time).
+    pub fn last_frame_time(&self) -> u64 {
+        self.frame_time
+    }
+
+    /// CLOCK_MONOTONIC ns at which this cycle began.
+    pub fn cycle_start_ns(&self) -> u64 {
+        self.cycle_start_ns
+    }
+
+    /// Raw buffer pointer of any port of the graph by id (for C bindings):
+    /// inputs resolve their connections like [`Port::audio_in`].
+    pub fn raw_buffer(&self, port: u32, me: u32) -> Option<*mut f32> {
+        let (state, owner, flags, _) = self.table.port_info(port)?;
+        if state != 1 {
+            return None;
+        }
+        if flags & port_flags::IS_INPUT != 0 && owner == me {
+            Some(input_buffer(self.view, &self.table, port, me, self.frames) as *mut f32)
+        } else {
+            self.view.port_buffer(port)
+        }
+    }
+}
+
+/// A process callback.
+pub trait ProcessHandler: Send + 'static {
+    /// Called once per cycle on the process thread. Must not allocate, lock or block.
+    fn process(&mut self, ps: &mut ProcessScope<'_>) -> Control;
+    /// Called once on the process thread before the first cycle.
+    fn thread_init(&mut self) {}
+}
+
+impl<F: FnMut(&mut ProcessScope<'_>) -> Control + Send + 'static> ProcessHandler for F {
+    fn process(&mut self, ps: &mut ProcessScope<'_>) -> Control {
+        self(ps)
+    }
+}
+
+/// A notification callback (runs on the notification thread; may call [`Client`] methods).
+pub trait NotificationHandler: Send + 'static {
+    /// One notification.
+    fn notification(&mut self, client: &Client, n: &Notification);
+}
+
+impl<F: FnMut(&Client, &Notification) + Send + 'static> NotificationHandler for F {
+    fn notification(&mut self, client: &Client, n: &Notification) {
+        self(client, n)
+    }
+}
+
+struct RtThread {
+    quit: Arc<AtomicBool>,
+    handle: JoinHandle<()>,
+}
+
+struct Inner {
+    name: String,
+    server: String,
+    slot: u32,
+    uuid: u64,
+    view: View,
+    stream: UnixStream,
+    requests: Mutex<(u32, Receiver<(u32, Reply)>)>,
+    handler: Mutex<Option<Box<dyn NotificationHandler>>>,
+    rt: Mutex<Option<RtThread>>,
+    /// Set by the process thread when its callback asked to quit.
+    quit_requested: AtomicBool,
+    server_gone: AtomicBool,
+    closed: AtomicBool,
+    shutdown_seen: AtomicBool,
+    /// Scheduling the process thread got ("SCHED_FIFO 9" or why not).
+    rt_sched: Mutex<String>,
+    rt_tid: AtomicU32,
+}
+
+/// An open client. Cheap to clone (shared handle); closed when the last
+/// handle is dropped or [`Client::close`] is called.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+    /// Present in the handles the application holds; the last one dropped closes the client.
+    _owner: Option<Arc<OwnerGuard>>,
+}
+
+struct OwnerGuard(Arc<Inner>);
+
+impl Drop for OwnerGuard {
+    fn drop(&mut self) {
+        let _ = close_inner(&self.0);
+    }
+}
+
+fn connect(server: Option<&str>, dir: Option<&std::path::Path>) -> Result<(UnixStream, String)> {
+    let name = resound_protocol::paths::server_name(server);
+    let path = match dir {
+        Some(d) => d.join(format!("{name}.sock")),
+        None => resound_protocol::paths::socket_path(&name),
+    };
+    match UnixStream::connect(&path) {
+        Ok(s) => Ok((s, name)),
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused
+            ) =>
+        {
+            Err(Error::NoServer {
+                name,
+                path: path.display().to_string(),
+            })
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+impl Client {
+    /// Opens a client called `name` on a running server.
+    pub fn open(name: &str, opts: OpenOptions) -> Result<Client> {
+        let (stream, _server) = connect(opts.server.as_deref(), opts.dir.as_deref())?;
+        let hello = Hello {
+            protocol: wire::PROTOCOL_VERSION,
+            kind: HelloKind::Client {
+                name: name.to_string(),
+                exact_name: opts.exact_name,
+            },
+        };
+        wire::write_frame(&mut &stream, &hello)?;
+        let (payload, mut fds) =
+            wire::recv_frame_with_fds(&stream, limits::MAX_REPLY_BYTES).map_err(frame_err)?;
+        let (slot, actual, uuid, server) = match wire::decode::<Welcome>(&payload)? {
+            Welcome::Client {
+                slot,
+                name,
+                uuid,
+                server,
+            } => (slot, name, uuid, server),
+            Welcome::Refused(e) => return Err(e.into()),
+            Welcome::Control { .. } => {
+                return Err(Error::State("server answered as to a control session"))
+            }
+        };
+        if fds.len() != 2 {
+            return Err(Error::Io(std::io::Error::other(format!(
+                "expected 2 shared-memory fds, got {}",
+                fds.len()
+            ))));
+        }
+        let shared = fds.pop().expect("two fds");
+        let ctl = fds.pop().expect("two fds");
+        let view = View::open(ctl, shared)?;
+        let (rtx, rrx) = channel();
+        let (ntx, nrx) = channel();
+        let inner = Arc::new(Inner {
+            name: actual,
+            server,
+            slot,
+            uuid,
+            view,
+            stream: stream.try_clone()?,
+            requests: Mutex::new((0, rrx)),
+            handler: Mutex::new(None),
+            rt: Mutex::new(None),
+            quit_requested: AtomicBool::new(false),
+            server_gone: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            shutdown_seen: AtomicBool::new(false),
+            rt_sched: Mutex::new(String::new()),
+            rt_tid: AtomicU32::new(0),
+        });
+        let weak = Arc::downgrade(&inner);
+        std::thread::Builder::new()
+            .name("resound-reader".into())
+            .spawn(move || reader(stream, rtx, ntx))?;
+        std::thread::Builder::new()
+            .name("resound-notify".into())
+            .spawn(move || dispatcher(weak, nrx))?;
+        Ok(Client {
+            _owner: Some(Arc::new(OwnerGuard(inner.clone()))),
+            inner,
+        })
+    }
+
+    /// The client's actual name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// Name of the server.
+    pub fn server_name(&self) -> &str {
+        &self.inner.server
+    }
+
+    /// Slot of the client (its node index).
+    pub fn slot(&self) -> u32 {
+        self.inner.slot
+    }
+
+    /// Unique id.
+    pub fn uuid(&self) -> u64 {
+        self.inner.uuid
+    }
+
+    /// Sample rate in Hz.
+    pub fn sample_rate(&self) -> u32 {
+        self.inner.view.header().sample_rate.load(Ordering::Relaxed)
+    }
+
+    /// Period in frames.
+    pub fn buffer_size(&self) -> u32 {
+        self.inner
+            .view
+            .header()
+            .buffer_frames
+            .load(Ordering::Relaxed)
+    }
+
+    /// The shared-memory view (for bindings and tools).
+    pub fn view(&self) -> &View {
+        &self.inner.view
+    }
+
+    /// Whether the server went away.
+    pub fn server_gone(&self) -> bool {
+        self.inner.server_gone.load(Ordering::Acquire)
+    }
+
+    /// Scheduling the process thread got, once activated.
+    pub fn process_thread_sched(&self) -> String {
+        self.inner
+            .rt_sched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Kernel thread id of the process thread (0 when not active).
+    pub fn process_thread_tid(&self) -> i32 {
+        self.inner.rt_tid.load(Ordering::Relaxed) as i32
+    }
+
+    fn request(&self, req: Request) -> Result<Reply> {
+        request(
+            &self.inner.stream,
+            &self.inner.requests,
+            &self.inner.server_gone,
+            req,
+        )
+    }
+
+    fn ok(&self, req: Request) -> Result<()> {
+        match self.request(req)? {
+            Reply::Ok => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Registers a port ("short" name; the full name is "client:short").
+    pub fn register_port(&self, short: &str, kind: PortKind, flags: PortFlags) -> Result<Port> {
+        match self.request(Request::RegisterPort {
+            name: short.into(),
+            port_type: kind.type_name().into(),
+            flags: flags.0,
+        })? {
+            Reply::Port { port, name } => Ok(Port {
+                id: port,
+                name,
+                slot: self.inner.slot,
+            }),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Registers a port of any type name (for bindings).
+    pub fn register_port_raw(&self, short: &str, type_name: &str, flags: u32) -> Result<Port> {
+        match self.request(Request::RegisterPort {
+            name: short.into(),
+            port_type: type_name.into(),
+            flags,
+        })? {
+            Reply::Port { port, name } => Ok(Port {
+                id: port,
+                name,
+                slot: self.inner.slot,
+            }),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Unregisters a port.
+    pub fn unregister_port(&self, port: Port) -> Result<()> {
+        self.ok(Request::UnregisterPort { port: port.id })
+    }
+
+    /// Connects an output to an input (full names; JACK's argument order).
+    pub fn connect(&self, src: &str, dst: &str) -> Result<()> {
+        self.ok(Request::Connect {
+            src: src.into(),
+            dst: dst.into(),
+        })
+    }
+
+    /// Disconnects two ports.
+    pub fn disconnect(&self, src: &str, dst: &str) -> Result<()> {
+        self.ok(Request::Disconnect {
+            src: src.into(),
+            dst: dst.into(),
+        })
+    }
+
+    /// Removes every connection of a port.
+    pub fn disconnect_all(&self, port: &str) -> Result<()> {
+        self.ok(Request::DisconnectAll { port: port.into() })
+    }
+
+    /// Server status.
+    pub fn status(&self) -> Result<Status> {
+        match self.request(Request::Status)? {
+            Reply::Status(s) => Ok(*s),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every port with its connections (asks the server).
+    pub fn list_ports(&self) -> Result<Vec<PortInfo>> {
+        match self.request(Request::ListPorts)? {
+            Reply::Ports(p) => Ok(p),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// A consistent snapshot of the graph read from shared memory (no server round trip).
+    pub fn snapshot(&self) -> Snapshot {
+        snapshot(&self.inner.view)
+    }
+
+    /// Sets the notification handler (replacing any previous one).
+    pub fn set_notification_handler(&self, h: impl NotificationHandler) {
+        *self.inner.handler.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(h));
+    }
+
+    /// Starts the process thread and joins the activation graph.
+    pub fn activate(&self, handler: impl ProcessHandler) -> Result<()> {
+        let mut rt = self.inner.rt.lock().unwrap_or_else(|e| e.into_inner());
+        if rt.is_some() {
+            return Err(Error::State("client is already active"));
+        }
+        self.inner.quit_requested.store(false, Ordering::Relaxed);
+        let quit = Arc::new(AtomicBool::new(false));
+        let (ready_tx, ready_rx) = channel();
+        let inner = self.inner.clone();
+        let q = quit.clone();
+        let handle = std::thread::Builder::new()
+            .name(format!("resound-rt:{}", self.inner.name))
+            .spawn(move || process_thread(inner, handler, q, ready_tx))?;
+        let tid = ready_rx
+            .recv()
+            .map_err(|_| Error::State("process thread failed to start"))?;
+        if let Err(e) = self.ok(Request::Activate { tid }) {
+            quit.store(true, Ordering::Release);
+            self.wake_rt();
+            let _ = handle.join();
+            return Err(e);
+        }
+        *rt = Some(RtThread { quit, handle });
+        Ok(())
+    }
+
+    fn wake_rt(&self) {
+        if let Some(r) = self.inner.view.record(self.inner.slot) {
+            futex::bump_and_wake(&r.trigger);
+        }
+    }
+
+    /// Leaves the activation graph and stops the process thread.
+    pub fn deactivate(&self) -> Result<()> {
+        let Some(rt) = self
+            .inner
+            .rt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        else {
+            return Err(Error::State("client is not active"));
+        };
+        let r = if self.server_gone() {
+            Ok(())
+        } else {
+            self.ok(Request::Deactivate)
+        };
+        rt.quit.store(true, Ordering::Release);
+        self.wake_rt();
+        let _ = rt.handle.join();
+        self.inner.rt_tid.store(0, Ordering::Relaxed);
+        r
+    }
+
+    /// Whether the process thread runs.
+    pub fn is_active(&self) -> bool {
+        self.inner
+            .rt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Deactivates (if active) and closes the client.
+    pub fn close(self) -> Result<()> {
+        close_inner(&self.inner)
+    }
+}
+
+fn close_inner(inner: &Arc<Inner>) -> Result<()> {
+    if inner.closed.swap(true, Ordering::AcqRel) {
+        return Ok(());
+    }
+    let c = Client {
+        inner: inner.clone(),
+        _owner: None,
+    };
+    if c.is_active() {
+        let _ = c.deactivate();
+    }
+    let r = if inner.server_gone.load(Ordering::Acquire) {
+        Ok(Reply::Ok)
+    } else {
+        c.request(Request::Close)
+    };
+    let _ = inner.stream.shutdown(std::net::Shutdown::Both);
+    r.map(|_| ())
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+fn unexpected(r: Reply) -> Error {
+    match r {
+        Reply::Err(e) => Error::Server(e),
+        other => Error::Server(WireError::new(
+            ErrorCode::Protocol,
+            format!("unexpected reply {other:?}"),
+        )),
+    }
+}
+
+fn frame_err(e: FrameError) -> Error {
+    match e {
+        FrameError::Closed => Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionAborted,
+            "server closed the connection",
+        )),
+        FrameError::TooLong(n, m) => Error::Io(std::io::Error::other(format!(
+            "server sent a {n}-byte frame (limit {m})"
+        ))),
+        FrameError::Io(e) => Error::Io(e),
+    }
+}
+
+fn request(
+    stream: &UnixStream,
+    requests: &Mutex<(u32, Receiver<(u32, Reply)>)>,
+    gone: &AtomicBool,
+    req: Request,
+) -> Result<Reply> {
+    let mut g = requests.lock().unwrap_or_else(|e| e.into_inner());
+    if gone.load(Ordering::Acquire) {
+        return Err(Error::Io(std::io::Error::new(
+            std::io::ErrorKind::NotConnected,
+            "the server has gone away",
+        )));
+    }
+    g.0 = g.0.wrapping_add(1) % (u32::MAX - 1);
+    let seq = g.0;
+    wire::write_frame(&mut &*stream, &Envelope { seq, req })?;
+    loop {
+        match g.1.recv_timeout(REQUEST_TIMEOUT) {
+            Ok((s, r)) if s == seq => {
+                return match r {
+                    Reply::Err(e) => Err(Error::Server(e)),
+                    r => Ok(r),
+                }
+            }
+            Ok((u32::MAX, Reply::Err(e))) => return Err(Error::Server(e)),
+            Ok(_) => continue, // a stale reply to a request that timed out
+            Err(RecvTimeoutError::Timeout) => return Err(Error::Timeout(REQUEST_TIMEOUT)),
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(Error::Io(std::io::Error::new(
+                    std::io::ErrorKind::NotConnected,
+                    "the server has gone away",
+                )))
+            }
+        }
+    }
+}
+
+/// Reads the socket: replies go to the requester, notifications to the dispatcher.
+fn reader(
+    mut stream: UnixStream,
+    replies: Sender<(u32, Reply)>,
+    notes: Sender<Option<Notification>>,
+) {
+    loop {
+        let payload = match wire::read_frame(&mut stream, limits::MAX_REPLY_BYTES) {
+            Ok(p) => p,
+            Err(_) => break,
+        };
+        match wire::decode::<ServerMsg>(&payload) {
+            Ok(ServerMsg::Reply { seq, reply }) => {
+                let _ = replies.send((seq, reply));
+            }
+            Ok(ServerMsg::Notify(n)) => {
+                let _ = notes.send(Some(n));
+            }
+            Err(_) => break,
+        }
+    }
+    // None: the connection is gone.
+    let _ = notes.send(None);
+}
+
+/// Runs notification callbacks; also turns a process callback's Quit into a deactivation.
+fn dispatcher(inner: std::sync::Weak<Inner>, notes: Receiver<Option<Notification>>) {
+    loop {
+        let msg = notes.recv_timeout(Duration::from_millis(50));
+        let Some(inner) = inner.upgrade() else { return };
+        let client = Client {
+            inner: inner.clone(),
+            _owner: None,
+        };
+        if inner.quit_requested.swap(false, Ordering::AcqRel) && client.is_active() {
+            let _ = client.deactivate();
+        }
+        let n = match msg {
+            Ok(Some(n)) => n,
+            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
+                inner.server_gone.store(true, Ordering::Release);
+                if !inner.shutdown_seen.swap(true, Ordering::AcqRel)
+                    && !inner.closed.load(Ordering::Acquire)
+                {
+                    let n = Notification::Shutdown {
+                        reason: "connection to the server lost".into(),
+                    };
+                    deliver(&inner, &client, &n);
+                }
+                return;
+            }
+            Err(RecvTimeoutError::Timeout) => continue,
+        };
+        if matches!(n, Notification::Shutdown { .. }) {
+            inner.shutdown_seen.store(true, Ordering::Release);
+        }
+        deliver(&inner, &client, &n);
+    }
+}
+
+fn deliver(inner: &Inner, client: &Client, n: &Notification) {
+    let mut h = inner.handler.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(h) = h.as_mut() {
+        h.notification(client, n);
+    }
+}
+
+/// The process thread: sleeps on the client's futex word, runs one cycle per wake-up.
+fn process_thread(
+    inner: Arc<Inner>,
+    mut handler: impl ProcessHandler,
+    quit: Arc<AtomicBool>,
+    ready: Sender<i32>,
+) {
+    let view = &inner.view;
+    let h = view.header();
+    let prio = h.client_priority;
+    let sched = if prio > 0 {
+        match resound_protocol::rt::set_fifo(prio) {
+            Ok(()) => resound_protocol::rt::policy_of(0),
+            Err(e) => format!("SCHED_OTHER (SCHED_FIFO {prio} refused: {e})"),
+        }
+    } else {
+        "SCHED_OTHER".into()
+    };
+    *inner.rt_sched.lock().unwrap_or_else(|e| e.into_inner()) = sched;
+    let tid = resound_protocol::rt::gettid();
+    inner.rt_tid.store(tid as u32, Ordering::Relaxed);
+    let Some(rec) = view.record(inner.slot) else {
+        return;
+    };
+    handler.thread_init();
+    let mut seen = rec.trigger.load(Ordering::Acquire);
+    let _ = ready.send(tid);
+    let max_frames = view.layout().caps.max_frames as usize;
+    loop {
+        if let futex::Wait::Changed(v) = futex::wait_changed(&rec.trigger, seen, None) {
+            seen = v;
+        }
+        if quit.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0 {
+            break;
+        }
+        let keep_going = assert_no_alloc::assert_no_alloc(|| {
+            let cpu0 = thread_cpu_ns();
+            rec.awake_ns.store(monotonic_ns(), Ordering::Relaxed);
+            rec.status
+                .store(NodeStatus::Running as u32, Ordering::Relaxed);
+            let cycle = rec.cycle.load(Ordering::Relaxed);
+            let table = view.table(view.current_index());
+            if table.client_state(inner.slot) != client_state::ACTIVE {
+                // Woken by a stale trigger after deactivation: nothing to do.
+                return true;
+            }
+            let (_, start, frame_time, _) = view.timer();
+            let frames = (h.buffer_frames.load(Ordering::Relaxed) as usize).min(max_frames);
+            let mut ps = ProcessScope {
+                view,
+                table,
+                frames,
+                cycle,
+                frame_time,
+                cycle_start_ns: start,
+            };
+            let ctl =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.process(&mut ps)))
+                    .unwrap_or(Control::Quit);
+            rec.finish_ns.store(monotonic_ns(), Ordering::Relaxed);
+            rec.finished_cycle.store(cycle, Ordering::Release);
+            rec.status
+                .store(NodeStatus::Finished as u32, Ordering::Release);
+            signal_downstream(view, &table, inner.slot, cycle);
+            rec.cpu_ns
+                .store(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
+            ctl == Control::Continue
+        });
+        if !keep_going {
+            inner.quit_requested.store(true, Ordering::Release);
+            break;
+        }
+    }
+}
+
+/// A port in a [`Snapshot`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortSnap {
+    /// Port id.
+    pub id: u32,
+    /// Full name.
+    pub name: String,
+    /// Owning client slot.
+    pub owner: u32,
+    /// JACK flags.
+    pub flags: u32,
+    /// Type name.
+    pub type_name: &'static str,
+    /// Aliases.
+    pub aliases: Vec<String>,
+    /// Connected ports (ids): for an input its sources, for an output its destinations.
+    pub connections: Vec<u32>,
+}
+
+/// A consistent copy of the graph from shared memory.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    /// Graph version.
+    pub version: u64,
+    /// Clients: (slot, name, active).
+    pub clients: Vec<(u32, String, bool)>,
+    /// Ports.
+    pub ports: Vec<PortSnap>,
+}
+
+impl Snapshot {
+    /// A port by full name or alias.
+    pub fn port(&self, name: &str) -> Option<&PortSnap> {
+        self.ports
+            .iter()
+            .find(|p| p.name == name || p.aliases.iter().any(|a| a == name))
+    }
+
+    /// A port by id.
+    pub fn port_by_id(&self, id: u32) -> Option<&PortSnap> {
+        self.ports.iter().find(|p| p.id == id)
+    }
+}
+
+/// Reads a consistent snapshot of the current graph table.
+pub fn snapshot(view: &View) -> Snapshot {
+    switch::read_consistent(&view.header().switch, |idx| {
+        let t = view.table(idx);
+        let mut s = Snapshot {
+            version: t.version(),
+            ..Default::default()
+        };
+        for slot in 0..t.client_hw() {
+            if let Some(c) = t.client(slot) {
+                if c.state != client_state::FREE {
+                    s.clients.push((
+                        slot,
+                        shm::get_name(&c.name),
+                        c.state == client_state::ACTIVE,
+                    ));
+                }
+            }
+        }
+        for id in 0..t.port_hw() {
+            let Some(p) = t.port(id) else { continue };
+            if p.state != 1 {
+                continue;
+            }
+            let sources: Vec<u32> = (0..t.source_count(id))
+                .filter_map(|i| t.source_at(id, i))
+                .collect();
+            s.ports.push(PortSnap {
+                id,
+                name: shm::get_name(&p.name),
+                owner: p.owner,
+                flags: p.flags,
+                type_name: if p.ptype == shm::port_type::MIDI {
+                    MIDI_TYPE
+                } else {
+                    AUDIO_TYPE
+                },
+                aliases: p
+                    .aliases
+                    .iter()
+                    .map(|a| shm::get_name(a))
+                    .filter(|a| !a.is_empty())
+                    .collect(),
+                connections: sources,
+            });
+        }
+        // Outputs: their destinations are the inputs listing them as a source.
+        let dests: Vec<(u32, u32)> = s
+            .ports
+            .iter()
+            .flat_map(|p| p.connections.iter().map(move |&src| (src, p.id)))
+            .collect();
+        for p in s
+            .ports
+            .iter_mut()
+            .filter(|p| p.flags & port_flags::IS_OUTPUT != 0)
+        {
+            p.connections = dests
+                .iter()
+                .filter(|(src, _)| *src == p.id)
+                .map(|(_, d)| *d)
+                .collect();
+        }
+        s
+    })
+}
+
+/// A control session: status, port listing and (dis)connection without being a client.
+pub struct ControlSession {
+    stream: UnixStream,
+    requests: Mutex<(u32, Receiver<(u32, Reply)>)>,
+    gone: Arc<AtomicBool>,
+    server: String,
+}
+
+impl ControlSession {
+    /// Connects to a server as a control session (`dir`: socket directory override).
+    pub fn connect(server: Option<&str>, dir: Option<&std::path::Path>) -> Result<ControlSession> {
+        let (stream, _) = connect(server, dir)?;
+        wire::write_frame(
+            &mut &stream,
+            &Hello {
+                protocol: wire::PROTOCOL_VERSION,
+                kind: HelloKind::Control,
+            },
+        )?;
+        let mut rd = stream.try_clone()?;
+        let payload = wire::read_frame(&mut rd, limits::MAX_REPLY_BYTES).map_err(frame_err)?;
+        let server = match wire::decode::<Welcome>(&payload)? {
+            Welcome::Control { server } => server,
+            Welcome::Refused(e) => return Err(e.into()),
+            Welcome::Client { .. } => return Err(Error::State("server answered as to a client")),
+        };
+        let (rtx, rrx) = channel();
+        let (ntx, _nrx) = channel();
+        let gone = Arc::new(AtomicBool::new(false));
+        std::thread::Builder::new()
+            .name("resound-ctl-reader".into())
+            .spawn(move || reader(rd, rtx, ntx))?;
+        Ok(ControlSession {
+            stream,
+            requests: Mutex::new((0, rrx)),
+            gone,
+            server,
+        })
+    }
+
+    /// Server name.
+    pub fn server_name(&self) -> &str {
+        &self.server
+    }
+
+    fn request(&self, req: Request) -> Result<Reply> {
+        request(&self.stream, &self.requests, &self.gone, req)
+    }
+
+    /// Server status.
+    pub fn status(&self) -> Result<Status> {
+        match self.request(Request::Status)? {
+            Reply::Status(s) => Ok(*s),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every port with its connections.
+    pub fn list_ports(&self) -> Result<Vec<PortInfo>> {
+        match self.request(Request::ListPorts)? {
+            Reply::Ports(p) => Ok(p),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Connects two ports.
+    pub fn connect_ports(&self, src: &str, dst: &str) -> Result<()> {
+        match self.request(Request::Connect {
+            src: src.into(),
+            dst: dst.into(),
+        })? {
+            Reply::Ok => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Disconnects two ports.
+    pub fn disconnect_ports(&self, src: &str, dst: &str) -> Result<()> {
+        match self.request(Request::Disconnect {
+            src: src.into(),
+            dst: dst.into(),
+        })? {
+            Reply::Ok => Ok(()),
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
+impl Drop for ControlSession {
+    fn drop(&mut self) {
+        let _ = self.request(Request::Close);
+        let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}

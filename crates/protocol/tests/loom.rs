@@ -1,0 +1,374 @@
+//! Loom model checks of the lock-free primitives in `resound_protocol::sync`.
+//!
+//! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom"`); without `cfg(loom)`
+//! this file compiles to nothing.
+//!
+//! * `switch_*`: the two-state graph switch word, from the real-time side
+//!   (the driver reads the current table with no retry, so the writer must
+//!   never write it) and from the non-real-time side (seqlock-style
+//!   `read_consistent`).
+//! * `activation_*`: the cycle-tagged activation counter (exactly one
+//!   decrement per cycle reaches zero; stale-cycle decrements are no-ops).
+//! * `one_hop_*`: counter + trigger + futex word end to end (no lost wake-up,
+//!   the triggered cycle is published to the woken thread).
+#![cfg(loom)]
+
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+use resound_protocol::sync::{activation, futex, switch};
+
+/// Contents of table 1 before the writer first fills it: deliberately not a
+/// "complete" table, so reading it as current fails the completeness checks.
+const NEVER_WRITTEN: [u32; 3] = [97, 98, 99];
+
+/// Number of graph versions the writer publishes (version 0 is the initial graph).
+const VERSIONS: u32 = 2;
+
+/// A model with a preemption bound, for the models whose full state space is
+/// too large to explore in reasonable time.
+fn bounded(preemptions: usize) -> loom::model::Builder {
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(preemptions);
+    b
+}
+
+fn assert_complete(t: [u32; 3], what: &str) {
+    assert!(
+        t.iter().all(|&f| f == t[0]) && t[0] <= VERSIONS,
+        "{what}: torn or never-written table {t:?}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Graph switch, real-time side
+// ---------------------------------------------------------------------------
+
+/// The two graph tables as plain (non-atomic) memory: loom reports any access
+/// to one that is not ordered by happens-before with a write to it.
+struct Tables([UnsafeCell<[u32; 3]>; 2]);
+
+// SAFETY: access is coordinated by the switch word; checking that it really is
+// is the point of the test (loom's UnsafeCell flags any data race).
+unsafe impl Sync for Tables {}
+
+impl Tables {
+    fn new() -> Self {
+        Tables([UnsafeCell::new([0; 3]), UnsafeCell::new(NEVER_WRITTEN)])
+    }
+
+    fn write(&self, idx: usize, version: u32) {
+        // SAFETY: loom checks this access for races.
+        self.0[idx].with_mut(|p| unsafe { *p = [version; 3] });
+    }
+
+    fn read(&self, idx: usize) -> [u32; 3] {
+        // SAFETY: loom checks this access for races.
+        self.0[idx].with(|p| unsafe { *p })
+    }
+}
+
+/// Writer publishes versions 1 and 2 while the driver switches at cycle
+/// starts and reads the current table without any retry. Loom's UnsafeCell
+/// fails the model if the writer ever writes the table the driver reads as
+/// current (or the driver reads a table whose write is not published to it).
+#[test]
+fn switch_rt_reader_never_races_writer() {
+    loom::model(|| {
+        let w = Arc::new(AtomicU32::new(0));
+        let tables = Arc::new(Tables::new());
+
+        let writer = {
+            let (w, tables) = (w.clone(), tables.clone());
+            thread::spawn(move || {
+                for version in 1..=VERSIONS {
+                    let next = switch::begin_write(&w);
+                    tables.write(next, version);
+                    switch::end_write(&w);
+                }
+            })
+        };
+
+        // Driver: a few cycle starts.
+        let mut last = 0;
+        let mut switches = 0;
+        for _ in 0..3 {
+            let (cur, switched) = switch::try_switch(&w);
+            switches += u32::from(switched);
+            let t = tables.read(cur);
+            assert_complete(t, "driver");
+            assert!(t[0] >= last, "graph version went back: {last} -> {}", t[0]);
+            last = t[0];
+        }
+
+        writer.join().unwrap();
+
+        // Once the writer is done, the next cycle start lands on the last version.
+        let (cur, switched) = switch::try_switch(&w);
+        switches += u32::from(switched);
+        assert_eq!(tables.read(cur), [VERSIONS; 3], "last version not reached");
+        assert_eq!(
+            switch::generation(w.load(Ordering::Relaxed)),
+            switches,
+            "generation must count the switches"
+        );
+        assert!(switches >= 1 && switches <= VERSIONS);
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Graph switch, non-real-time reader side
+// ---------------------------------------------------------------------------
+
+/// The two graph tables as atomics (Relaxed field accesses): a seqlock reader
+/// may race with the writer by design and must detect it and retry.
+struct AtomicTables([[AtomicU32; 3]; 2]);
+
+impl AtomicTables {
+    fn new() -> Self {
+        let table = |init: [u32; 3]| init.map(AtomicU32::new);
+        AtomicTables([table([0; 3]), table(NEVER_WRITTEN)])
+    }
+
+    fn write(&self, idx: usize, version: u32) {
+        for f in &self.0[idx] {
+            f.store(version, Ordering::Relaxed);
+        }
+    }
+
+    fn read(&self, idx: usize) -> [u32; 3] {
+        let t = &self.0[idx];
+        [
+            t[0].load(Ordering::Relaxed),
+            t[1].load(Ordering::Relaxed),
+            t[2].load(Ordering::Relaxed),
+        ]
+    }
+}
+
+/// Writer publishes versions 1 and 2, a driver switches, and a non-real-time
+/// reader copies the current table twice with `read_consistent`: every copy
+/// must be complete (one version in all fields) and versions never go back.
+///
+/// The reader's retry loop is bounded: it retries only when the generation
+/// moved, and the driver switches at most twice.
+#[test]
+fn switch_read_consistent_never_torn() {
+    bounded(3).check(|| {
+        let w = Arc::new(AtomicU32::new(0));
+        let tables = Arc::new(AtomicTables::new());
+
+        let writer = {
+            let (w, tables) = (w.clone(), tables.clone());
+            thread::spawn(move || {
+                for version in 1..=VERSIONS {
+                    let next = switch::begin_write(&w);
+                    tables.write(next, version);
+                    switch::end_write(&w);
+                }
+            })
+        };
+        let driver = {
+            let w = w.clone();
+            thread::spawn(move || {
+                for _ in 0..2 {
+                    switch::try_switch(&w);
+                    thread::yield_now();
+                }
+            })
+        };
+
+        let first = switch::read_consistent(&w, |i| tables.read(i));
+        assert_complete(first, "read_consistent (first)");
+        let second = switch::read_consistent(&w, |i| tables.read(i));
+        assert_complete(second, "read_consistent (second)");
+        assert!(
+            second[0] >= first[0],
+            "version went back: {first:?} then {second:?}"
+        );
+
+        writer.join().unwrap();
+        driver.join().unwrap();
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Activation counter
+// ---------------------------------------------------------------------------
+
+/// Two upstream nodes finish cycle 1 concurrently: exactly one of them brings
+/// the counter to zero.
+#[test]
+fn activation_exactly_one_reaches_zero() {
+    loom::model(|| {
+        let c = Arc::new(AtomicU64::new(activation::pack(0, 0)));
+        // Driver arms the node before triggering its upstream nodes.
+        activation::reset(&c, 1, 2);
+
+        let ups: Vec<_> = (0..2)
+            .map(|_| {
+                let c = c.clone();
+                thread::spawn(move || activation::decrement(&c, 1))
+            })
+            .collect();
+        let zeros = ups
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&z| z)
+            .count();
+
+        assert_eq!(zeros, 1, "exactly one decrement must reach zero");
+        assert_eq!(c.load(Ordering::Relaxed), activation::pack(1, 0));
+    });
+}
+
+/// As above, plus an upstream node late from cycle 0 decrementing while the
+/// driver re-arms the counter for cycle 1: the stale decrement never reports
+/// zero and never disturbs cycle 1.
+#[test]
+fn activation_stale_decrement_is_noop() {
+    loom::model(|| {
+        // Cycle 0 still waits for two upstream nodes; one of them is late.
+        let c = Arc::new(AtomicU64::new(activation::pack(0, 2)));
+
+        let stale = {
+            let c = c.clone();
+            thread::spawn(move || activation::decrement(&c, 0))
+        };
+
+        // Driver starts cycle 1, then its upstream nodes run.
+        activation::reset(&c, 1, 2);
+        let ups: Vec<_> = (0..2)
+            .map(|_| {
+                let c = c.clone();
+                thread::spawn(move || activation::decrement(&c, 1))
+            })
+            .collect();
+        let zeros = ups
+            .into_iter()
+            .map(|h| h.join().unwrap())
+            .filter(|&z| z)
+            .count();
+
+        assert!(
+            !stale.join().unwrap(),
+            "stale decrement must never reach zero"
+        );
+        assert_eq!(zeros, 1, "exactly one cycle-1 decrement must reach zero");
+        assert_eq!(c.load(Ordering::Relaxed), activation::pack(1, 0));
+    });
+}
+
+// ---------------------------------------------------------------------------
+// End to end: counter, trigger, futex word
+// ---------------------------------------------------------------------------
+
+const WAITING: u32 = 1;
+const TRIGGERED: u32 = 2;
+
+/// The parts of an activation record the hop uses (see `shm::ActivationRecord`).
+struct Record {
+    counter: AtomicU64,
+    trigger: AtomicU32,
+    cycle: AtomicU64,
+    status: AtomicU32,
+}
+
+impl Record {
+    fn new() -> Self {
+        Record {
+            counter: AtomicU64::new(activation::pack(0, 0)),
+            trigger: AtomicU32::new(0),
+            cycle: AtomicU64::new(0),
+            status: AtomicU32::new(0),
+        }
+    }
+
+    /// What `cycle::signal` does: decrement and, on the last input, trigger.
+    fn signal(&self, cycle: u64) {
+        if activation::decrement(&self.counter, cycle as u32) {
+            self.cycle.store(cycle, Ordering::Relaxed);
+            self.status.store(TRIGGERED, Ordering::Relaxed);
+            futex::bump_and_wake(&self.trigger);
+        }
+    }
+
+    /// The node's thread: sleeps until triggered, then reads the cycle.
+    fn wait(&self, seen: u32) -> (u64, u32) {
+        match futex::wait_changed(&self.trigger, seen, None) {
+            futex::Wait::Changed(v) => assert_ne!(v, seen),
+            futex::Wait::TimedOut => panic!("no deadline, cannot time out"),
+        }
+        (
+            self.cycle.load(Ordering::Relaxed),
+            self.status.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The driver arms a node with one input (itself) and signals it; the node's
+/// thread, asleep on its trigger word, wakes and sees cycle 1.
+#[test]
+fn one_hop_wakes_and_publishes_cycle() {
+    loom::model(|| {
+        let r = Arc::new(Record::new());
+        // The value the node's thread last saw, before going to sleep.
+        let seen = r.trigger.load(Ordering::Acquire);
+
+        let driver = {
+            let r = r.clone();
+            thread::spawn(move || {
+                r.status.store(WAITING, Ordering::Relaxed);
+                activation::reset(&r.counter, 1, 1);
+                r.signal(1);
+            })
+        };
+
+        let (cycle, status) = r.wait(seen);
+        assert_eq!(cycle, 1, "woken thread must see the triggered cycle");
+        assert_eq!(status, TRIGGERED);
+
+        driver.join().unwrap();
+        assert_eq!(r.trigger.load(Ordering::Relaxed), seen + 1, "one bump");
+    });
+}
+
+/// Like `one_hop_wakes_and_publishes_cycle`, with two upstream nodes
+/// finishing concurrently: the node is triggered exactly once and sees cycle 1.
+#[test]
+fn one_hop_two_upstreams_trigger_once() {
+    bounded(3).check(|| {
+        let r = Arc::new(Record::new());
+        let seen = r.trigger.load(Ordering::Acquire);
+
+        // Driver arms the node for cycle 1, then its two upstream nodes run.
+        r.status.store(WAITING, Ordering::Relaxed);
+        activation::reset(&r.counter, 1, 2);
+        let ups: Vec<_> = (0..2)
+            .map(|_| {
+                let r = r.clone();
+                thread::spawn(move || r.signal(1))
+            })
+            .collect();
+
+        let node = {
+            let r = r.clone();
+            thread::spawn(move || r.wait(seen))
+        };
+
+        let (cycle, status) = node.join().unwrap();
+        assert_eq!(cycle, 1, "woken thread must see the triggered cycle");
+        assert_eq!(status, TRIGGERED);
+
+        for h in ups {
+            h.join().unwrap();
+        }
+        assert_eq!(
+            r.trigger.load(Ordering::Relaxed),
+            seen + 1,
+            "triggered exactly once"
+        );
+        assert_eq!(r.counter.load(Ordering::Relaxed), activation::pack(1, 0));
+    });
+}

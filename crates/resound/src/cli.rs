@@ -1,0 +1,247 @@
+//! `resound`: the control command (status, lsp, connect, disconnect, demo).
+
+use clap::{Parser, Subcommand};
+use resound_client::ControlSession;
+use resound_protocol::shm::port_flags;
+use resound_protocol::wire::{PortInfo, Status};
+
+#[derive(Debug, Parser)]
+#[command(name = "resound", version, about = "Control a running resound server")]
+struct Cli {
+    /// Server name (default: $RESOUND_SERVER, $JACK_DEFAULT_SERVER, "default").
+    #[arg(short = 's', long = "server", global = true)]
+    server: Option<String>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Server state: rate, period, mode, cycles, xruns, and every client's last cycle.
+    Status {
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List ports, as jack_lsp.
+    Lsp {
+        /// Show connections.
+        #[arg(short = 'c', long = "connections")]
+        connections: bool,
+        /// Show port flags.
+        #[arg(short = 'p', long = "properties")]
+        properties: bool,
+        /// Show port types.
+        #[arg(short = 't', long = "type")]
+        types: bool,
+        /// Show latency ranges.
+        #[arg(short = 'l', long = "latency")]
+        latency: bool,
+        /// Show aliases.
+        #[arg(short = 'A', long = "aliases")]
+        aliases: bool,
+        /// Only ports whose name contains this.
+        filter: Option<String>,
+    },
+    /// Connect two ports, as jack_connect.
+    Connect {
+        /// Source (output) port.
+        src: String,
+        /// Destination (input) port.
+        dst: String,
+    },
+    /// Disconnect two ports, as jack_disconnect.
+    Disconnect {
+        /// Source (output) port.
+        src: String,
+        /// Destination (input) port.
+        dst: String,
+    },
+    /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
+    Demo(crate::demo::DemoArgs),
+}
+
+/// Entry point of the binary.
+pub fn main(argv: Vec<String>) -> i32 {
+    let cli = Cli::parse_from(argv);
+    let r = match cli.cmd {
+        Cmd::Demo(a) => crate::demo::run(a),
+        cmd => control(cli.server.as_deref(), cmd),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("resound: {e}");
+            1
+        }
+    }
+}
+
+fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
+    let s = ControlSession::connect(server, None).map_err(|e| e.to_string())?;
+    match cmd {
+        Cmd::Status { json } => {
+            let st = s.status().map_err(|e| e.to_string())?;
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&st).map_err(|e| e.to_string())?
+                );
+            } else {
+                print!("{}", format_status(&st));
+            }
+        }
+        Cmd::Lsp {
+            connections,
+            properties,
+            types,
+            latency,
+            aliases,
+            filter,
+        } => {
+            let ports = s.list_ports().map_err(|e| e.to_string())?;
+            print!(
+                "{}",
+                format_lsp(
+                    &ports,
+                    filter.as_deref(),
+                    connections,
+                    properties,
+                    types,
+                    latency,
+                    aliases
+                )
+            );
+        }
+        Cmd::Connect { src, dst } => s
+            .connect_ports(&src, &dst)
+            .map_err(|e| format!("cannot connect {src} to {dst}: {e}"))?,
+        Cmd::Disconnect { src, dst } => s
+            .disconnect_ports(&src, &dst)
+            .map_err(|e| format!("cannot disconnect {src} from {dst}: {e}"))?,
+        Cmd::Demo(_) => unreachable!(),
+    }
+    Ok(())
+}
+
+fn us(ns: u64) -> String {
+    format!("{:.1}", ns as f64 / 1000.0)
+}
+
+/// Human-readable status.
+pub fn format_status(st: &Status) -> String {
+    let period_us = st.buffer_frames as f64 * 1e6 / st.sample_rate.max(1) as f64;
+    let mut o = String::new();
+    o += &format!("server        {}\n", st.server);
+    o += &format!("driver        {} ({})\n", st.driver, st.driver_sched);
+    o += &format!("sample rate   {} Hz\n", st.sample_rate);
+    o += &format!(
+        "buffer size   {} frames ({:.0} us)\n",
+        st.buffer_frames, period_us
+    );
+    o += &format!("mode          {}\n", st.mode);
+    o += &format!("cycles        {}\n", st.cycles);
+    o += &format!("xruns         {}\n", st.xruns);
+    o += &format!("driver cpu    {} us/cycle\n", us(st.driver_cpu_ns));
+    o += &format!("clients       {}\n", st.clients.len());
+    if !st.clients.is_empty() {
+        o += &format!(
+            "\n{:<24} {:>7} {:>6} {:>5} {:>6} {:>10} {:>10} {:>10} {:>9}\n",
+            "client",
+            "pid",
+            "active",
+            "ports",
+            "xruns",
+            "signal us",
+            "awake us",
+            "finish us",
+            "cpu us"
+        );
+        for c in &st.clients {
+            o += &format!(
+                "{:<24} {:>7} {:>6} {:>5} {:>6} {:>10} {:>10} {:>10} {:>9}\n",
+                c.name,
+                c.pid,
+                if c.active { "yes" } else { "no" },
+                c.ports,
+                c.xruns,
+                us(c.signal_ns),
+                us(c.awake_ns),
+                us(c.finish_ns),
+                us(c.cpu_ns)
+            );
+        }
+        o += "(times of each client's last completed cycle, relative to that cycle's start)\n";
+    }
+    o
+}
+
+fn flag_names(f: u32) -> String {
+    let mut v = vec![];
+    if f & port_flags::IS_INPUT != 0 {
+        v.push("input");
+    }
+    if f & port_flags::IS_OUTPUT != 0 {
+        v.push("output");
+    }
+    if f & port_flags::CAN_MONITOR != 0 {
+        v.push("can-monitor");
+    }
+    if f & port_flags::IS_PHYSICAL != 0 {
+        v.push("physical");
+    }
+    if f & port_flags::IS_TERMINAL != 0 {
+        v.push("terminal");
+    }
+    v.join(",")
+}
+
+/// jack_lsp-style listing.
+pub fn format_lsp(
+    ports: &[PortInfo],
+    filter: Option<&str>,
+    conns: bool,
+    props: bool,
+    types: bool,
+    latency: bool,
+    aliases: bool,
+) -> String {
+    let mut o = String::new();
+    for p in ports
+        .iter()
+        .filter(|p| filter.is_none_or(|f| p.name.contains(f)))
+    {
+        o += &p.name;
+        o += "\n";
+        if aliases {
+            for a in &p.aliases {
+                o += &format!("   {a}\n");
+            }
+        }
+        if conns {
+            for c in &p.connections {
+                o += &format!("   {c}\n");
+            }
+        }
+        if latency {
+            o += &format!("\tport latency = {} frames\n", p.latency.1);
+            o += &format!(
+                "\t{} latency = [ {} {} ] frames\n",
+                if p.flags & port_flags::IS_INPUT != 0 {
+                    "playback"
+                } else {
+                    "capture"
+                },
+                p.latency.0,
+                p.latency.1
+            );
+        }
+        if props {
+            o += &format!("\tproperties: {},\n", flag_names(p.flags));
+        }
+        if types {
+            o += &format!("\t{}\n", p.port_type);
+        }
+    }
+    o
+}

@@ -1,0 +1,415 @@
+//! `resound-tool`: small real clients for demos, tests and benchmarks.
+//!
+//! Each subcommand opens one client, registers its ports, activates, and runs
+//! until SIGINT/SIGTERM (or `--seconds`), printing a JSON report line on
+//! stdout every `--report-ms` and at exit. Process callbacks keep their
+//! state in atomics so that nothing on the real-time path allocates; the
+//! reports are built on the main thread.
+
+use clap::{Parser, Subcommand};
+use resound_client::{Client, Control, OpenOptions, PortFlags, PortKind, ProcessScope};
+use serde_json::json;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Modulus of the counter test signal: sums of up to 16 copies stay exact in f32.
+pub const COUNTER_MOD: u64 = 1 << 20;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "resound-tool",
+    version,
+    about = "Real resound clients for demos, tests and benchmarks"
+)]
+struct Cli {
+    /// Client name.
+    #[arg(short = 'n', long, global = true)]
+    name: Option<String>,
+    /// Server name.
+    #[arg(short = 's', long, global = true)]
+    server: Option<String>,
+    /// Stop after this many seconds (default: run until SIGINT/SIGTERM).
+    #[arg(long, global = true)]
+    seconds: Option<f64>,
+    /// Print a JSON report line this often (milliseconds); 0: only at exit.
+    #[arg(long, global = true, default_value_t = 0)]
+    report_ms: u64,
+    /// Connect ports after activation: SRC=DST pairs (full names; "@" stands for this client's name).
+    #[arg(short = 'c', long = "connect", global = true)]
+    connect: Vec<String>,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Sine generator: output `out`.
+    Sine {
+        /// Frequency (Hz).
+        #[arg(long, default_value_t = 440.0)]
+        freq: f32,
+        /// Amplitude.
+        #[arg(long, default_value_t = 0.3)]
+        amp: f32,
+    },
+    /// Test signal generator: `out` carries the frame counter modulo 2^20, sample-exact.
+    Counter,
+    /// Copies `in` to `out`.
+    Pass,
+    /// Multiplies `in` by a gain into `out`.
+    Gain {
+        /// Gain factor.
+        #[arg(long, default_value_t = 0.5)]
+        gain: f32,
+    },
+    /// One-pole low-pass filter from `in` to `out`.
+    Lowpass {
+        /// Cutoff frequency (Hz).
+        #[arg(long, default_value_t = 1000.0)]
+        cutoff: f32,
+    },
+    /// Measures `in` (peak and RMS per report).
+    Meter,
+    /// Checks `in` against the counter signal at `ref`: in = gain x ref delayed by `latency` frames.
+    Check {
+        /// Expected delay of `in` behind `ref`, in frames.
+        #[arg(long, default_value_t = 0)]
+        latency: u64,
+        /// Expected gain.
+        #[arg(long, default_value_t = 1.0)]
+        gain: f32,
+    },
+    /// Burns CPU (thread CPU clock) for a fraction of each period, passing `in` to `out`.
+    Load {
+        /// Percent of the period to stay busy.
+        #[arg(long, default_value_t = 10.0)]
+        busy: f64,
+    },
+    /// Misbehaves, for robustness tests.
+    Misbehave {
+        /// scribble: write garbage into its own activation record;
+        /// stall: stop returning from process (sleeps 1 s per cycle);
+        /// alloc: allocate in the process callback (must abort in debug builds).
+        #[arg(long)]
+        mode: String,
+    },
+}
+
+/// Statistics a process callback publishes.
+#[derive(Default)]
+struct Stats {
+    cycles: AtomicU64,
+    ok: AtomicU64,
+    silent: AtomicU64,
+    bad: AtomicU64,
+    ref_gaps: AtomicU64,
+    first_bad_cycle: AtomicU64,
+    first_bad_got: AtomicU64,
+    first_bad_want: AtomicU64,
+    peak_bits: AtomicU64,
+    sumsq_bits: AtomicU64,
+    samples: AtomicU64,
+    last_frame_time: AtomicU64,
+}
+
+fn fmax_atomic(a: &AtomicU64, v: f64) {
+    let cur = f64::from_bits(a.load(Ordering::Relaxed));
+    if v > cur {
+        a.store(v.to_bits(), Ordering::Relaxed);
+    }
+}
+
+fn fadd_atomic(a: &AtomicU64, v: f64) {
+    let cur = f64::from_bits(a.load(Ordering::Relaxed));
+    a.store((cur + v).to_bits(), Ordering::Relaxed);
+}
+
+/// Entry point of the binary.
+pub fn main(argv: Vec<String>) -> i32 {
+    let cli = Cli::parse_from(argv);
+    match run(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("resound-tool: {e}");
+            1
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<(), String> {
+    let default_name = match &cli.cmd {
+        Cmd::Sine { .. } => "sine",
+        Cmd::Counter => "counter",
+        Cmd::Pass => "pass",
+        Cmd::Gain { .. } => "gain",
+        Cmd::Lowpass { .. } => "lowpass",
+        Cmd::Meter => "meter",
+        Cmd::Check { .. } => "check",
+        Cmd::Load { .. } => "load",
+        Cmd::Misbehave { .. } => "misbehave",
+    };
+    let name = cli.name.clone().unwrap_or_else(|| default_name.to_string());
+    let client = Client::open(
+        &name,
+        OpenOptions {
+            server: cli.server.clone(),
+            ..Default::default()
+        },
+    )
+    .map_err(|e| e.to_string())?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| e.to_string())?;
+    }
+    let gone = Arc::new(AtomicBool::new(false));
+    let g = gone.clone();
+    let st = stop.clone();
+    client.set_notification_handler(move |_c: &Client, n: &resound_client::Event| {
+        if let resound_client::Event::Shutdown { reason } = n {
+            eprintln!("resound-tool: server shut down: {reason}");
+            g.store(true, Ordering::Release);
+            st.store(true, Ordering::Release);
+        }
+    });
+    let stats = Arc::new(Stats::default());
+    let rate = client.sample_rate() as f32;
+    let audio_in = |c: &Client, n: &str| {
+        c.register_port(n, PortKind::Audio, PortFlags::INPUT)
+            .map_err(|e| e.to_string())
+    };
+    let audio_out = |c: &Client, n: &str| {
+        c.register_port(n, PortKind::Audio, PortFlags::OUTPUT)
+            .map_err(|e| e.to_string())
+    };
+    let s = stats.clone();
+    match cli.cmd {
+        Cmd::Sine { freq, amp } => {
+            let mut out = audio_out(&client, "out")?;
+            let mut phase = 0.0f32;
+            let step = freq / rate;
+            activate(&client, move |ps: &mut ProcessScope| {
+                for y in out.audio_out(ps) {
+                    *y = amp * (2.0 * std::f32::consts::PI * phase).sin();
+                    phase = (phase + step).fract();
+                }
+                s.cycles.fetch_add(1, Ordering::Relaxed);
+                Control::Continue
+            })?;
+        }
+        Cmd::Counter => {
+            let mut out = audio_out(&client, "out")?;
+            activate(&client, move |ps: &mut ProcessScope| {
+                let t = ps.last_frame_time();
+                for (i, y) in out.audio_out(ps).iter_mut().enumerate() {
+                    *y = ((t + i as u64) % COUNTER_MOD) as f32;
+                }
+                s.cycles.fetch_add(1, Ordering::Relaxed);
+                s.last_frame_time.store(t, Ordering::Relaxed);
+                Control::Continue
+            })?;
+        }
+        Cmd::Pass | Cmd::Gain { .. } | Cmd::Lowpass { .. } | Cmd::Load { .. } => {
+            let inp = audio_in(&client, "in")?;
+            let mut out = audio_out(&client, "out")?;
+            let (gain, coef, busy) = match cli.cmd {
+                Cmd::Gain { gain } => (gain, None, 0.0),
+                Cmd::Lowpass { cutoff } => (
+                    1.0,
+                    Some(1.0 - (-2.0 * std::f32::consts::PI * cutoff / rate).exp()),
+                    0.0,
+                ),
+                Cmd::Load { busy } => (1.0, None, busy),
+                _ => (1.0, None, 0.0),
+            };
+            let period_ns = client.buffer_size() as f64 * 1e9 / rate as f64;
+            let busy_ns = (period_ns * busy / 100.0) as u64;
+            let mut z = 0.0f32;
+            activate(&client, move |ps: &mut ProcessScope| {
+                let t0 = resound_protocol::time::thread_cpu_ns();
+                let x = inp.audio_in(ps);
+                let y = out.audio_out(ps);
+                match coef {
+                    Some(a) => {
+                        for (y, x) in y.iter_mut().zip(x) {
+                            z += a * (x - z);
+                            *y = z;
+                        }
+                    }
+                    None => {
+                        for (y, x) in y.iter_mut().zip(x) {
+                            *y = gain * x;
+                        }
+                    }
+                }
+                while busy_ns > 0 && resound_protocol::time::thread_cpu_ns() - t0 < busy_ns {
+                    std::hint::spin_loop();
+                }
+                s.cycles.fetch_add(1, Ordering::Relaxed);
+                Control::Continue
+            })?;
+        }
+        Cmd::Meter => {
+            let inp = audio_in(&client, "in")?;
+            activate(&client, move |ps: &mut ProcessScope| {
+                let x = inp.audio_in(ps);
+                let mut peak = 0.0f64;
+                let mut sq = 0.0f64;
+                for &v in x {
+                    peak = peak.max(v.abs() as f64);
+                    sq += v as f64 * v as f64;
+                }
+                fmax_atomic(&s.peak_bits, peak);
+                fadd_atomic(&s.sumsq_bits, sq);
+                s.samples.fetch_add(x.len() as u64, Ordering::Relaxed);
+                s.cycles.fetch_add(1, Ordering::Relaxed);
+                Control::Continue
+            })?;
+        }
+        Cmd::Check { latency, gain } => {
+            let inp = audio_in(&client, "in")?;
+            let rf = audio_in(&client, "ref")?;
+            let mut last_ref: Option<u64> = None;
+            activate(&client, move |ps: &mut ProcessScope| {
+                let (x, r) = (inp.audio_in(ps), rf.audio_in(ps));
+                let n = x.len();
+                s.cycles.fetch_add(1, Ordering::Relaxed);
+                if n == 0 {
+                    return Control::Continue;
+                }
+                // ref continuity: no lost or duplicated cycle upstream.
+                let r0 = r[0] as u64;
+                if let Some(prev) = last_ref {
+                    if r0 != (prev + 1) % COUNTER_MOD {
+                        s.ref_gaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                last_ref = Some(r[n - 1] as u64);
+                if x.iter().all(|&v| v == 0.0) {
+                    s.silent.fetch_add(1, Ordering::Relaxed);
+                    return Control::Continue;
+                }
+                let mut good = true;
+                for i in 0..n {
+                    let want = gain
+                        * ((r[i] as u64 + COUNTER_MOD - latency % COUNTER_MOD) % COUNTER_MOD)
+                            as f32;
+                    if x[i] != want {
+                        good = false;
+                        if s.bad.load(Ordering::Relaxed) == 0 {
+                            s.first_bad_cycle.store(ps.cycle(), Ordering::Relaxed);
+                            s.first_bad_got
+                                .store((x[i] as f64).to_bits(), Ordering::Relaxed);
+                            s.first_bad_want
+                                .store((want as f64).to_bits(), Ordering::Relaxed);
+                        }
+                        break;
+                    }
+                }
+                if good {
+                    s.ok.fetch_add(1, Ordering::Relaxed)
+                } else {
+                    s.bad.fetch_add(1, Ordering::Relaxed)
+                };
+                Control::Continue
+            })?;
+        }
+        Cmd::Misbehave { mode } => {
+            let mut out = audio_out(&client, "out")?;
+            let slot = client.slot();
+            let view_client = client.clone();
+            match mode.as_str() {
+                "stall" => activate(&client, move |ps: &mut ProcessScope| {
+                    out.audio_out(ps).fill(0.0);
+                    std::thread::sleep(Duration::from_secs(1));
+                    Control::Continue
+                })?,
+                "alloc" => activate(&client, move |ps: &mut ProcessScope| {
+                    let v: Vec<f32> = vec![0.0; ps.frames()];
+                    out.audio_out(ps).copy_from_slice(&v);
+                    Control::Continue
+                })?,
+                "scribble" => {
+                    activate(&client, move |ps: &mut ProcessScope| {
+                        out.audio_out(ps).fill(f32::NAN);
+                        Control::Continue
+                    })?;
+                    std::thread::sleep(Duration::from_millis(200));
+                    // Write garbage over our whole activation record, as a buggy client could.
+                    let rec = view_client.view().record(slot).expect("own record");
+                    let p = rec as *const _ as *mut u8;
+                    // SAFETY: the record is 128 bytes of our own mapped shared
+                    // segment; every field is an atomic integer, so any bytes
+                    // are valid values. This deliberately corrupts it.
+                    unsafe { std::ptr::write_bytes(p, 0xA5, std::mem::size_of_val(rec)) };
+                }
+                other => {
+                    return Err(format!(
+                        "unknown misbehave mode {other:?} (stall, alloc, scribble)"
+                    ))
+                }
+            }
+        }
+    }
+    for pair in &cli.connect {
+        let (a, b) = pair
+            .split_once('=')
+            .ok_or_else(|| format!("--connect wants SRC=DST, got {pair:?}"))?;
+        let (a, b) = (a.replace('@', client.name()), b.replace('@', client.name()));
+        client
+            .connect(&a, &b)
+            .map_err(|e| format!("connect {a} -> {b}: {e}"))?;
+    }
+    println!(
+        "{}",
+        json!({"event": "ready", "name": client.name(), "sched": client.process_thread_sched()})
+    );
+    let t0 = Instant::now();
+    let mut last_report = Instant::now();
+    while !stop.load(Ordering::Acquire) {
+        if let Some(sec) = cli.seconds {
+            if t0.elapsed().as_secs_f64() >= sec {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        if cli.report_ms > 0 && last_report.elapsed() >= Duration::from_millis(cli.report_ms) {
+            last_report = Instant::now();
+            println!("{}", report(&client, &stats, false));
+        }
+    }
+    println!("{}", report(&client, &stats, true));
+    if !gone.load(Ordering::Acquire) {
+        client.close().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn activate(
+    client: &Client,
+    f: impl FnMut(&mut ProcessScope) -> Control + Send + 'static,
+) -> Result<(), String> {
+    client.activate(f).map_err(|e| format!("activate: {e}"))
+}
+
+fn report(client: &Client, s: &Stats, last: bool) -> serde_json::Value {
+    let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let samples = ld(&s.samples).max(1) as f64;
+    json!({
+        "event": if last { "final" } else { "report" },
+        "name": client.name(),
+        "cycles": ld(&s.cycles),
+        "ok": ld(&s.ok),
+        "silent": ld(&s.silent),
+        "bad": ld(&s.bad),
+        "ref_gaps": ld(&s.ref_gaps),
+        "first_bad": {
+            "cycle": ld(&s.first_bad_cycle),
+            "got": f64::from_bits(ld(&s.first_bad_got)),
+            "want": f64::from_bits(ld(&s.first_bad_want)),
+        },
+        "peak": f64::from_bits(ld(&s.peak_bits)),
+        "rms": (f64::from_bits(ld(&s.sumsq_bits)) / samples).sqrt(),
+        "sched": client.process_thread_sched(),
+    })
+}

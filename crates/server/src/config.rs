@@ -1,0 +1,223 @@
+//! `resoundd [server options] -d DRIVER [driver options]`, as jackd.
+//!
+//! The command line is cut at `-d`/`--driver`: what comes before is parsed as
+//! server options, the driver name follows, and the rest are that driver's
+//! options (so `-r` before `-d` means "no real-time" and after `-d dummy`
+//! "sample rate", exactly as with jackd).
+
+use clap::{Args, Parser};
+use resound_protocol::limits::{self, MAX_BUFFER_FRAMES, MIN_BUFFER_FRAMES};
+
+/// Server options.
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "resoundd",
+    version,
+    about = "resound: a JACK-compatible low-latency audio server",
+    override_usage = "resoundd [server options] -d DRIVER [driver options]\n       resoundd -d dummy --help   (driver options)",
+    after_help = "Drivers: dummy (no sound card; cycles on absolute CLOCK_MONOTONIC deadlines).\nExample: resoundd -d dummy -r 48000 -p 128"
+)]
+pub struct ServerArgs {
+    /// Server name (clients choose it with $JACK_DEFAULT_SERVER or their server-name option).
+    #[arg(short = 'n', long = "name")]
+    pub name: Option<String>,
+    /// Sync mode: each cycle ends when the whole graph has finished (no added latency).
+    /// Default is async mode as in jackd2: the driver writes last cycle's output (one period more latency, more robust).
+    #[arg(short = 'S', long = "sync")]
+    pub sync: bool,
+    /// Use real-time scheduling (default).
+    #[arg(short = 'R', long = "realtime", overrides_with = "no_realtime")]
+    pub realtime: bool,
+    /// Do not use real-time scheduling.
+    #[arg(short = 'r', long = "no-realtime")]
+    pub no_realtime: bool,
+    /// SCHED_FIFO priority of the driver thread; clients get one less.
+    #[arg(short = 'P', long = "realtime-priority", default_value_t = 10, value_parser = clap::value_parser!(i32).range(2..=99))]
+    pub priority: i32,
+    /// Client slots (the driver's included).
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_CLIENTS)]
+    pub max_clients: u32,
+    /// Port slots.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_PORTS)]
+    pub max_ports: u32,
+    /// Connection capacity.
+    #[arg(long, default_value_t = limits::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: u32,
+    /// Print more (repeat for debug output).
+    #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// Options of the dummy driver.
+#[derive(Debug, Clone, Args)]
+pub struct DummyArgs {
+    /// Sample rate in Hz.
+    #[arg(short = 'r', long = "rate", default_value_t = 48000, value_parser = clap::value_parser!(u32).range(1000..=768000))]
+    pub rate: u32,
+    /// Frames per period.
+    #[arg(short = 'p', long = "period", default_value_t = 1024)]
+    pub period: u32,
+    /// Number of capture channels (system:capture_N ports).
+    #[arg(short = 'C', long = "capture", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub capture: u32,
+    /// Number of playback channels (system:playback_N ports).
+    #[arg(short = 'P', long = "playback", default_value_t = 2, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub playback: u32,
+    /// Feed what is played back into capture (like a cable from output to input):
+    /// playback written in cycle k comes back as capture in cycle k+2 (sync) or k+3 (async).
+    #[arg(long)]
+    pub loopback: bool,
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "resoundd -d dummy",
+    about = "Dummy driver: no sound card, cycles timed on CLOCK_MONOTONIC"
+)]
+struct DummyCli {
+    #[command(flatten)]
+    args: DummyArgs,
+}
+
+/// The driver and its options.
+#[derive(Debug, Clone)]
+pub enum DriverArgs {
+    /// The dummy driver.
+    Dummy(DummyArgs),
+}
+
+/// A complete configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Server options.
+    pub server: ServerArgs,
+    /// Driver.
+    pub driver: DriverArgs,
+}
+
+impl Config {
+    /// Sample rate.
+    pub fn rate(&self) -> u32 {
+        match &self.driver {
+            DriverArgs::Dummy(d) => d.rate,
+        }
+    }
+
+    /// Period in frames.
+    pub fn period(&self) -> u32 {
+        match &self.driver {
+            DriverArgs::Dummy(d) => d.period,
+        }
+    }
+
+    /// Driver name.
+    pub fn driver_name(&self) -> &'static str {
+        match &self.driver {
+            DriverArgs::Dummy(_) => "dummy",
+        }
+    }
+}
+
+/// Parses a full argv (argv[0] included). Help and errors come back as
+/// clap errors, which print themselves (`e.exit()`).
+pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
+    let mut cut = None;
+    for (i, a) in argv.iter().enumerate().skip(1) {
+        if a == "-d" || a == "--driver" {
+            cut = Some((i, argv.get(i + 1).cloned(), i + 2));
+            break;
+        }
+        if let Some(d) = a.strip_prefix("--driver=") {
+            cut = Some((i, Some(d.to_string()), i + 1));
+            break;
+        }
+        if let Some(d) = a
+            .strip_prefix("-d")
+            .filter(|d| !d.is_empty() && !a.starts_with("--"))
+        {
+            cut = Some((i, Some(d.to_string()), i + 1));
+            break;
+        }
+    }
+    let (server_argv, driver, rest) = match cut {
+        Some((i, d, j)) => (&argv[..i], d, argv.get(j..).unwrap_or(&[]).to_vec()),
+        None => (argv, None, Vec::new()),
+    };
+    let server = ServerArgs::try_parse_from(server_argv)?;
+    let Some(driver) = driver else {
+        return Err(ServerArgs::command_error(
+            clap::error::ErrorKind::MissingRequiredArgument,
+            "no driver given: use -d DRIVER (available: dummy), e.g. resoundd -d dummy -r 48000 -p 128",
+        ));
+    };
+    let driver = match driver.as_str() {
+        "dummy" => {
+            let mut v = vec!["resoundd -d dummy".to_string()];
+            v.extend(rest);
+            let d = DummyCli::try_parse_from(v)?.args;
+            if !(MIN_BUFFER_FRAMES..=MAX_BUFFER_FRAMES).contains(&d.period) {
+                return Err(ServerArgs::command_error(
+                    clap::error::ErrorKind::ValueValidation,
+                    format!(
+                        "period of {} frames is outside {MIN_BUFFER_FRAMES}..={MAX_BUFFER_FRAMES}",
+                        d.period
+                    ),
+                ));
+            }
+            DriverArgs::Dummy(d)
+        }
+        other => {
+            return Err(ServerArgs::command_error(
+                clap::error::ErrorKind::InvalidValue,
+                format!("unknown driver {other:?} (available: dummy)"),
+            ))
+        }
+    };
+    Ok(Config { server, driver })
+}
+
+impl ServerArgs {
+    fn command_error(kind: clap::error::ErrorKind, msg: impl std::fmt::Display) -> clap::Error {
+        use clap::CommandFactory;
+        ServerArgs::command().error(kind, msg)
+    }
+
+    /// Whether real-time scheduling is wanted.
+    pub fn wants_realtime(&self) -> bool {
+        !self.no_realtime
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Config, clap::Error> {
+        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn jackd_style_command_lines() {
+        let c = p("resoundd -d dummy -r 44100 -p 128").unwrap();
+        assert_eq!((c.rate(), c.period(), c.server.sync), (44100, 128, false));
+        assert!(c.server.wants_realtime());
+        let c = p("resoundd -S -r -n studio -d dummy -r 96000 -p 64 -C 4 -P 6").unwrap();
+        assert!(c.server.sync && !c.server.wants_realtime());
+        assert_eq!(c.server.name.as_deref(), Some("studio"));
+        let DriverArgs::Dummy(d) = &c.driver;
+        assert_eq!((d.rate, d.period, d.capture, d.playback), (96000, 64, 4, 6));
+        let c = p("resoundd -P 70 -ddummy --loopback").unwrap();
+        assert_eq!(c.server.priority, 70);
+        let DriverArgs::Dummy(d) = &c.driver;
+        assert!(d.loopback);
+        assert!(p("resoundd").unwrap_err().to_string().contains("no driver"));
+        assert!(p("resoundd -d alsa")
+            .unwrap_err()
+            .to_string()
+            .contains("unknown driver"));
+        assert!(p("resoundd -d dummy -p 3")
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
+    }
+}

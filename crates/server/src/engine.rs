@@ -1,0 +1,352 @@
+//! The engine: the driver thread and one audio cycle.
+//!
+//! Runs on the driver thread only (real-time). Each cycle:
+//!
+//! 1. sleep until the cycle's absolute CLOCK_MONOTONIC deadline (dummy driver);
+//! 2. look back at the previous cycle: every client armed then that has not
+//!    finished it is late (an xrun, reported by name); a client whose shared
+//!    record holds an impossible status is reported as corrupt;
+//! 3. async mode: write the previous cycle's playback to the device;
+//! 4. switch to the pending graph table if any (one CAS);
+//! 5. read capture into the capture ports; publish the cycle's timer fields;
+//! 6. arm every active node's activation counter for this cycle and
+//!    decrement the driver's downstream nodes, waking those that reach zero;
+//! 7. sync mode: wait (bounded by the next deadline) for the graph's end,
+//!    then write playback.
+//!
+//! Nothing here allocates, locks or logs: events go to the control side
+//! through a lock-free ring ([`RtEvent`]). In debug builds the loop body runs
+//! under `assert_no_alloc`, so an allocation aborts the server in tests.
+
+use resound_protocol::cycle::{mix_sources, signal_downstream};
+use resound_protocol::shm::{client_state, NodeStatus, Table, View};
+use resound_protocol::sync::{activation, futex, switch, Ordering};
+use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// Events from the driver thread to the control side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtEvent {
+    /// A node armed in `cycle` had not finished when the next cycle began.
+    Late {
+        /// Cycle number.
+        cycle: u64,
+        /// Node slot.
+        slot: u32,
+    },
+    /// The driver woke more than one period late: cycles were skipped.
+    DriverLate {
+        /// Cycle number after the resync.
+        cycle: u64,
+        /// How late it woke (ns).
+        late_ns: u64,
+    },
+    /// A node's shared record holds garbage.
+    Corrupt {
+        /// Node slot.
+        slot: u32,
+        /// The status word found.
+        status: u32,
+    },
+    /// End of the events of one cycle's look-back (lets the reader group them).
+    CycleChecked {
+        /// Cycle number that was checked.
+        cycle: u64,
+    },
+}
+
+/// Dummy audio device: what it plays and what it captures.
+///
+/// Model of a card with one period of output and one of input buffering:
+/// what the driver writes during cycle k is played during period k+1, and
+/// what is played during a period comes back (with `--loopback`) as capture
+/// at the start of the next. So a signal written to playback in sync mode is
+/// captured two cycles later, in async mode three.
+pub struct DummyDevice {
+    loopback: bool,
+    /// Written by the driver during the current cycle.
+    out: Vec<Vec<f32>>,
+    /// Being played this period.
+    playing: Vec<Vec<f32>>,
+    /// Recorded last period, delivered as capture now.
+    captured: Vec<Vec<f32>>,
+}
+
+impl DummyDevice {
+    /// A device with `playback` output channels of `max_frames`.
+    pub fn new(playback: usize, max_frames: usize, loopback: bool) -> Self {
+        let ch = || vec![vec![0.0f32; max_frames]; playback];
+        DummyDevice {
+            loopback,
+            out: ch(),
+            playing: ch(),
+            captured: ch(),
+        }
+    }
+
+    /// Period boundary: what was played is recorded, what was written starts playing.
+    fn boundary(&mut self) {
+        if self.loopback {
+            std::mem::swap(&mut self.captured, &mut self.playing);
+            std::mem::swap(&mut self.playing, &mut self.out);
+        }
+        for b in &mut self.out {
+            b.fill(0.0);
+        }
+    }
+}
+
+/// Settings of the engine.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Sync mode (wait for the graph's end within the cycle).
+    pub sync: bool,
+    /// SCHED_FIFO priority of the driver thread (0: do not ask for real-time).
+    pub priority: i32,
+}
+
+/// What the driver thread shares with the control side.
+pub struct EngineShared {
+    /// Set to stop the driver thread.
+    pub stop: AtomicBool,
+    /// True while the driver loop runs.
+    pub running: AtomicBool,
+    /// Scheduling the driver thread got ("SCHED_FIFO 10", or the fallback).
+    pub sched: std::sync::Mutex<String>,
+}
+
+/// The driver loop. Owns the device; reports through `events`.
+pub struct Engine {
+    view: Arc<View>,
+    shared: Arc<EngineShared>,
+    cfg: EngineConfig,
+    device: DummyDevice,
+    events: rtrb::Producer<RtEvent>,
+    /// Ports of the driver: (port slot, channel) for capture and playback.
+    capture: Vec<(u32, usize)>,
+    playback: Vec<(u32, usize)>,
+    /// Table and cycle of the previous cycle, for the look-back.
+    prev: Option<(usize, u64)>,
+    /// Recent late counts per slot (to rate-limit nothing on the RT side; counted here).
+    dropped_events: u64,
+}
+
+impl Engine {
+    /// Builds an engine over a view whose driver ports are `capture` / `playback` (port slots).
+    pub fn new(
+        view: Arc<View>,
+        shared: Arc<EngineShared>,
+        cfg: EngineConfig,
+        capture: Vec<u32>,
+        playback: Vec<u32>,
+        loopback: bool,
+        events: rtrb::Producer<RtEvent>,
+    ) -> Engine {
+        let max_frames = view.layout().caps.max_frames as usize;
+        let device = DummyDevice::new(playback.len(), max_frames, loopback);
+        Engine {
+            view,
+            shared,
+            cfg,
+            device,
+            events,
+            capture: capture
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| (p, i))
+                .collect(),
+            playback: playback
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| (p, i))
+                .collect(),
+            prev: None,
+            dropped_events: 0,
+        }
+    }
+
+    fn emit(&mut self, e: RtEvent) {
+        if self.events.push(e).is_err() {
+            self.dropped_events += 1;
+        }
+    }
+
+    /// Runs until `shared.stop` is set. Call on the dedicated driver thread.
+    pub fn run(mut self) {
+        let sched = if self.cfg.priority > 0 {
+            match resound_protocol::rt::set_fifo(self.cfg.priority) {
+                Ok(()) => resound_protocol::rt::policy_of(0),
+                Err(e) => format!(
+                    "SCHED_OTHER (SCHED_FIFO {} refused: {e})",
+                    self.cfg.priority
+                ),
+            }
+        } else {
+            "SCHED_OTHER".to_string()
+        };
+        *self.shared.sched.lock().unwrap_or_else(|e| e.into_inner()) = sched;
+        self.shared.running.store(true, Ordering::Release);
+        let view = self.view.clone();
+        let h = view.header();
+        let start = monotonic_ns();
+        let mut deadline = start;
+        let mut frame_time: u64 = 0;
+        while !self.shared.stop.load(Ordering::Acquire) {
+            sleep_until(deadline);
+            let cpu0 = thread_cpu_ns();
+            let now = monotonic_ns();
+            let frames = h.buffer_frames.load(Ordering::Relaxed) as u64;
+            let rate = h.sample_rate.load(Ordering::Relaxed).max(1) as u64;
+            let period = frames * 1_000_000_000 / rate;
+            let cycle = h.cycle.load(Ordering::Relaxed) + 1;
+            if now > deadline + period {
+                // Woke more than a period late (machine stalled): resync
+                // instead of running a burst of back-to-back cycles.
+                let missed = (now - deadline) / period;
+                deadline += missed * period;
+                frame_time += missed * frames;
+                h.xruns.fetch_add(1, Ordering::Relaxed);
+                self.emit(RtEvent::DriverLate {
+                    cycle,
+                    late_ns: now - deadline,
+                });
+            }
+            let next = deadline + period;
+            assert_no_alloc::assert_no_alloc(|| {
+                self.cycle(&view, cycle, deadline, next, frame_time, frames as usize)
+            });
+            frame_time += frames;
+            deadline = next;
+            if let Some(r) = view.record(0) {
+                r.cpu_ns.store(thread_cpu_ns() - cpu0, Ordering::Relaxed);
+            }
+        }
+        self.shared.running.store(false, Ordering::Release);
+    }
+
+    /// One cycle (real-time, no allocation).
+    fn cycle(
+        &mut self,
+        view: &View,
+        cycle: u64,
+        start: u64,
+        next: u64,
+        frame_time: u64,
+        frames: usize,
+    ) {
+        let h = view.header();
+        // 2. Look back at the previous cycle.
+        if let Some((pidx, pcycle)) = self.prev {
+            self.look_back(view, view.table(pidx), pcycle);
+        }
+        // Period boundary of the (dummy) device.
+        self.device.boundary();
+        // 3. Async: last cycle's output goes out now, to be played next period.
+        if !self.sync() {
+            if let Some((pidx, _)) = self.prev {
+                self.write_playback(view, view.table(pidx), frames);
+            }
+        }
+        // 4. Switch graph.
+        let (cur, _) = switch::try_switch(&h.switch);
+        let table = view.table(cur);
+        // 5. Capture and timer.
+        self.read_capture(view, frames);
+        h.timer_seq.fetch_add(1, Ordering::AcqRel);
+        h.cycle.store(cycle, Ordering::Release);
+        h.cycle_start_ns.store(start, Ordering::Release);
+        h.frame_time.store(frame_time, Ordering::Release);
+        h.next_start_ns.store(next, Ordering::Release);
+        h.timer_seq.fetch_add(1, Ordering::AcqRel);
+        // 6. Arm and trigger.
+        let tag = cycle as u32;
+        let hw = table.client_hw();
+        for slot in 1..hw {
+            if table.client_state(slot) == client_state::ACTIVE {
+                if let Some(r) = view.record(slot) {
+                    r.status
+                        .store(NodeStatus::Waiting as u32, Ordering::Relaxed);
+                    activation::reset(&r.counter, tag, table.init_count(slot));
+                }
+            }
+        }
+        let Some(me) = view.record(0) else { return };
+        let ends = table.init_count(0);
+        activation::reset(&me.counter, tag, ends);
+        me.cycle.store(cycle, Ordering::Relaxed);
+        let seen = me.trigger.load(Ordering::Acquire);
+        signal_downstream(view, &table, 0, cycle);
+        self.prev = Some((cur, cycle));
+        // 7. Sync: wait for the graph's end, bounded by the next deadline.
+        if self.sync() {
+            if ends > 0 {
+                let done = || {
+                    activation::count(me.counter.load(Ordering::Acquire)) == 0
+                        && activation::tag(me.counter.load(Ordering::Acquire)) == tag
+                };
+                let mut seen = seen;
+                while !done() {
+                    match futex::wait_changed(&me.trigger, seen, Some(next)) {
+                        futex::Wait::Changed(v) => seen = v,
+                        futex::Wait::TimedOut => break,
+                    }
+                }
+            }
+            self.write_playback(view, table, frames);
+        }
+    }
+
+    fn sync(&self) -> bool {
+        self.cfg.sync
+    }
+
+    fn look_back(&mut self, view: &View, table: Table<'_>, cycle: u64) {
+        let hw = table.client_hw();
+        let mut any_late = false;
+        for slot in 1..hw {
+            if table.client_state(slot) != client_state::ACTIVE {
+                continue;
+            }
+            let Some(r) = view.record(slot) else { continue };
+            let status = r.status.load(Ordering::Relaxed);
+            if NodeStatus::from_raw(status).is_none() {
+                self.emit(RtEvent::Corrupt { slot, status });
+                continue;
+            }
+            if r.finished_cycle.load(Ordering::Acquire) != cycle {
+                any_late = true;
+                self.emit(RtEvent::Late { cycle, slot });
+            }
+        }
+        if any_late {
+            view.header().xruns.fetch_add(1, Ordering::Relaxed);
+            self.emit(RtEvent::CycleChecked { cycle });
+        }
+    }
+
+    fn read_capture(&mut self, view: &View, frames: usize) {
+        let n = self.device.playing.len();
+        for &(port, ch) in &self.capture {
+            let Some(dst) = view.port_buffer(port) else {
+                continue;
+            };
+            // SAFETY: dst points at a port buffer of max_frames ≥ frames f32 in
+            // the shared segment; capture ports are written only by the driver.
+            let dst = unsafe { std::slice::from_raw_parts_mut(dst, frames) };
+            if self.device.loopback && ch < n {
+                dst.copy_from_slice(&self.device.captured[ch][..frames]);
+            } else {
+                dst.fill(0.0);
+            }
+        }
+    }
+
+    fn write_playback(&mut self, view: &View, table: Table<'_>, frames: usize) {
+        for &(port, ch) in &self.playback {
+            let out = &mut self.device.out[ch][..frames];
+            out.fill(0.0);
+            mix_sources(view, &table, port, out);
+        }
+    }
+}

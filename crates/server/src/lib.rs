@@ -1,0 +1,74 @@
+//! # resound-server
+//!
+//! `resoundd`, the server: [`config`] parses the jackd-style command line,
+//! [`engine`] is the driver thread and its audio cycle (real-time),
+//! [`server`] the socket, sessions, graph publication and notifications
+//! (non-real-time threads). [`main`] wires them together for the binary.
+
+pub mod config;
+pub mod engine;
+pub mod server;
+
+use std::sync::Arc;
+
+/// Entry point of the `resoundd` binary: parses `argv`, runs until SIGINT or
+/// SIGTERM, returns the process exit code.
+pub fn main(argv: Vec<String>) -> i32 {
+    let cfg = match config::parse(&argv) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let level = match cfg.server.verbose {
+        0 => "info",
+        1 => "debug",
+        _ => "trace",
+    };
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("RESOUND_LOG").unwrap_or_else(|_| level.into());
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr)
+        .try_init();
+    let mut signals = match signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("resoundd: cannot install signal handlers: {e}");
+            return 1;
+        }
+    };
+    let server: Arc<server::Server> = match server::Server::start(cfg.clone()) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("resoundd: {e}");
+            return 1;
+        }
+    };
+    let period_ms = cfg.period() as f64 * 1000.0 / cfg.rate() as f64;
+    tracing::info!(
+        "server {:?} running: {} driver, {} Hz, {} frames ({:.2} ms), {} mode, driver thread {}, socket {}",
+        server.name(),
+        cfg.driver_name(),
+        cfg.rate(),
+        cfg.period(),
+        period_ms,
+        if cfg.server.sync { "sync" } else { "async" },
+        server.driver_sched(),
+        server.socket().display()
+    );
+    let sig = signals
+        .forever()
+        .next()
+        .unwrap_or(signal_hook::consts::SIGTERM);
+    let name = match sig {
+        signal_hook::consts::SIGINT => "SIGINT",
+        signal_hook::consts::SIGHUP => "SIGHUP",
+        _ => "SIGTERM",
+    };
+    server.stop(&format!("server received {name}"));
+    0
+}

@@ -1,0 +1,913 @@
+//! The control side of the server: the socket, one session per connection,
+//! request handling, graph publication and notifications.
+//!
+//! Threads (none real-time):
+//! * the listener accepts connections and starts a session for each;
+//! * each session has a reader thread (requests, handled inline under the
+//!   state lock) and a writer thread (replies and notifications, from a
+//!   bounded queue, so a client that stops reading never blocks the server:
+//!   when its queue is full it is dropped);
+//! * the housekeeping thread drains the driver's event ring (xruns, corrupt
+//!   records) every few milliseconds.
+//!
+//! Graph changes are serialised by the state lock; each one is compiled and
+//! written into the *next* table, and the request returns once the driver
+//! has switched to it (at most about one period later), so a client that
+//! made a change reads it back from shared memory.
+
+use crate::config::{Config, DriverArgs};
+use crate::engine::{Engine, EngineConfig, EngineShared, RtEvent};
+use resound_graph::{port_type_name, ClientState, Graph, DRIVER};
+use resound_protocol::limits::{self, AUDIO_TYPE};
+use resound_protocol::shm::{self, port_flags, Capacities, TableHeader, View};
+use resound_protocol::sync::{futex, switch, Ordering};
+use resound_protocol::wire::{
+    self, ClientStatus, Envelope, ErrorCode, FrameError, HelloKind, Notification, PortInfo, Reply,
+    Request, ServerMsg, Status, Welcome, WireError,
+};
+use std::collections::HashMap;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tracing::{debug, error, info, warn};
+
+/// A running server.
+pub struct Server {
+    name: String,
+    cfg: Config,
+    view: Arc<View>,
+    engine: Arc<EngineShared>,
+    state: Mutex<State>,
+    stopping: AtomicBool,
+    socket: PathBuf,
+    next_session: AtomicU64,
+}
+
+struct Session {
+    slot: Option<u32>,
+    tx: SyncSender<ServerMsg>,
+    stream: UnixStream,
+    pid: u32,
+    tid: Option<i32>,
+}
+
+struct State {
+    graph: Graph,
+    sessions: HashMap<u64, Session>,
+    xruns: Vec<u64>,
+    /// Slots already being dropped for corrupting their record.
+    condemned: Vec<u32>,
+}
+
+fn werr(code: ErrorCode, m: impl Into<String>) -> WireError {
+    WireError::new(code, m)
+}
+
+impl Server {
+    /// Sets everything up and starts the driver; returns once clients can connect.
+    pub fn start(cfg: Config) -> Result<Arc<Server>, String> {
+        let name = resound_protocol::paths::server_name(cfg.server.name.as_deref());
+        resound_protocol::paths::check_server_name(&name)?;
+        let dir = resound_protocol::paths::ensure_socket_dir()
+            .map_err(|e| format!("socket directory: {e}"))?;
+        let socket = dir.join(format!("{name}.sock"));
+        if socket.exists() {
+            if UnixStream::connect(&socket).is_ok() {
+                return Err(format!(
+                    "a server named {name:?} is already running (socket {})",
+                    socket.display()
+                ));
+            }
+            let _ = std::fs::remove_file(&socket);
+        }
+        let (rate, period) = (cfg.rate(), cfg.period());
+        let caps = Capacities {
+            max_clients: cfg.server.max_clients,
+            max_ports: cfg.server.max_ports,
+            max_connections: cfg.server.max_connections,
+            max_frames: period.max(4096).min(limits::MAX_BUFFER_FRAMES),
+        };
+        let prio = if cfg.server.wants_realtime() {
+            cfg.server.priority
+        } else {
+            0
+        };
+        let view = View::create(caps, rate, period, cfg.server.sync, (prio - 1).max(0))
+            .map_err(|e| format!("shared memory: {e}"))?;
+        view.segments()
+            .0
+            .seal(true)
+            .map_err(|e| format!("sealing control segment: {e}"))?;
+        view.segments()
+            .1
+            .seal(false)
+            .map_err(|e| format!("sealing shared segment: {e}"))?;
+        let view = Arc::new(view);
+
+        let mut graph = Graph::new(caps, "system", std::process::id());
+        let DriverArgs::Dummy(d) = &cfg.driver;
+        let mut capture = Vec::new();
+        let mut playback = Vec::new();
+        let phys = port_flags::IS_PHYSICAL | port_flags::IS_TERMINAL;
+        for i in 1..=d.capture {
+            capture.push(
+                graph
+                    .register_port(
+                        DRIVER,
+                        &format!("capture_{i}"),
+                        AUDIO_TYPE,
+                        port_flags::IS_OUTPUT | phys,
+                    )
+                    .map_err(|e| format!("driver ports: {e}"))?,
+            );
+        }
+        for i in 1..=d.playback {
+            playback.push(
+                graph
+                    .register_port(
+                        DRIVER,
+                        &format!("playback_{i}"),
+                        AUDIO_TYPE,
+                        port_flags::IS_INPUT | phys,
+                    )
+                    .map_err(|e| format!("driver ports: {e}"))?,
+            );
+        }
+        let listener = UnixListener::bind(&socket)
+            .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+
+        let engine = Arc::new(EngineShared {
+            stop: AtomicBool::new(false),
+            running: AtomicBool::new(false),
+            sched: Mutex::new(String::new()),
+        });
+        let server = Arc::new(Server {
+            name,
+            cfg: cfg.clone(),
+            view: view.clone(),
+            engine: engine.clone(),
+            state: Mutex::new(State {
+                graph,
+                sessions: HashMap::new(),
+                xruns: vec![0; caps.max_clients as usize],
+                condemned: vec![],
+            }),
+            stopping: AtomicBool::new(false),
+            socket,
+            next_session: AtomicU64::new(1),
+        });
+        {
+            let mut st = server.lock();
+            server.publish(&mut st);
+        }
+        let (tx, rx) = rtrb::RingBuffer::new(4096);
+        let eng = Engine::new(
+            view,
+            engine.clone(),
+            EngineConfig {
+                sync: cfg.server.sync,
+                priority: prio,
+            },
+            capture,
+            playback,
+            d.loopback,
+            tx,
+        );
+        std::thread::Builder::new()
+            .name("resound-driver".into())
+            .spawn(move || eng.run())
+            .map_err(|e| format!("driver thread: {e}"))?;
+        let t0 = Instant::now();
+        while !engine.running.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let s = server.clone();
+        std::thread::Builder::new()
+            .name("resound-housekeeping".into())
+            .spawn(move || s.housekeeping(rx))
+            .map_err(|e| e.to_string())?;
+        let s = server.clone();
+        std::thread::Builder::new()
+            .name("resound-listener".into())
+            .spawn(move || s.listen(listener))
+            .map_err(|e| e.to_string())?;
+        Ok(server)
+    }
+
+    /// Server name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Socket path.
+    pub fn socket(&self) -> &std::path::Path {
+        &self.socket
+    }
+
+    /// Scheduling the driver thread got.
+    pub fn driver_sched(&self) -> String {
+        self.engine
+            .sched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Writes the graph into the next table and waits until the driver uses it.
+    fn publish(&self, st: &mut State) {
+        let c = st.graph.compile();
+        let h = self.view.header();
+        let before = switch::generation(h.switch.load(Ordering::Acquire));
+        let next = switch::begin_write(&h.switch);
+        {
+            // SAFETY: we hold the state lock, so this is the only writer, and
+            // `next` comes from begin_write.
+            let mut t = unsafe { self.view.table_mut(next) };
+            for (i, e) in c.clients.iter().enumerate() {
+                t.set_client(i as u32, e);
+            }
+            for (i, e) in c.ports.iter().enumerate() {
+                t.set_port(i as u32, e);
+            }
+            t.set_arrays(&c.sources, &c.edges, &c.order);
+            t.set_header(TableHeader {
+                version: c.version,
+                client_hw: c.clients.len() as u32,
+                port_hw: c.ports.len() as u32,
+                n_sources: c.sources.len() as u32,
+                n_edges: c.edges.len() as u32,
+                n_order: c.order.len() as u32,
+                _pad: 0,
+            });
+        }
+        switch::end_write(&h.switch);
+        if !c.feedback.is_empty() {
+            debug!(
+                "{} feedback connection(s) close loops (one period of delay each)",
+                c.feedback.len()
+            );
+        }
+        let t0 = Instant::now();
+        while switch::generation(h.switch.load(Ordering::Acquire)) == before
+            && self.engine.running.load(Ordering::Acquire)
+            && t0.elapsed() < Duration::from_secs(2)
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    fn notify(st: &mut State, n: Notification) {
+        let mut full = Vec::new();
+        for (id, s) in &st.sessions {
+            if s.slot.is_none() {
+                continue;
+            }
+            if let Err(TrySendError::Full(_)) = s.tx.try_send(ServerMsg::Notify(n.clone())) {
+                full.push(*id);
+            }
+        }
+        for id in full {
+            if let Some(s) = st.sessions.get(&id) {
+                warn!(
+                    "client {:?} does not read its notifications ({} queued); dropping it",
+                    Self::label(st, s),
+                    limits::NOTIFY_QUEUE
+                );
+                let _ = s.stream.shutdown(std::net::Shutdown::Both);
+            }
+        }
+    }
+
+    fn label(st: &State, s: &Session) -> String {
+        s.slot
+            .and_then(|sl| st.graph.client(sl))
+            .map_or_else(|| format!("pid {}", s.pid), |c| c.name.clone())
+    }
+
+    fn listen(self: Arc<Self>, listener: UnixListener) {
+        for conn in listener.incoming() {
+            if self.stopping.load(Ordering::Acquire) {
+                break;
+            }
+            match conn {
+                Ok(stream) => {
+                    let s = self.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("resound-session".into())
+                        .spawn(move || s.session(stream));
+                }
+                Err(e) => warn!("accept failed: {e}"),
+            }
+        }
+    }
+
+    fn session(self: Arc<Self>, stream: UnixStream) {
+        let pid = rustix::net::sockopt::socket_peercred(&stream)
+            .map(|c| c.pid.as_raw_nonzero().get() as u32)
+            .unwrap_or(0);
+        let id = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+        let mut rd = match stream.try_clone() {
+            Ok(s) => s,
+            Err(_) => return,
+        };
+        let hello = match wire::read_frame(&mut rd, limits::MAX_REQUEST_BYTES)
+            .map_err(|e| e.to_string())
+            .and_then(|p| wire::decode::<wire::Hello>(&p).map_err(|e| e.to_string()))
+        {
+            Ok(h) => h,
+            Err(e) => {
+                debug!("connection from pid {pid} dropped before handshake: {e}");
+                let _ = wire::write_frame(
+                    &mut &stream,
+                    &Welcome::Refused(werr(ErrorCode::Protocol, e)),
+                );
+                return;
+            }
+        };
+        let _ = stream.set_read_timeout(None);
+        if hello.protocol != wire::PROTOCOL_VERSION {
+            let m = format!(
+                "client speaks protocol {}, server {}; rebuild the client against this resound",
+                hello.protocol,
+                wire::PROTOCOL_VERSION
+            );
+            let _ = wire::write_frame(&mut &stream, &Welcome::Refused(werr(ErrorCode::Version, m)));
+            return;
+        }
+        let (tx, rx) = sync_channel::<ServerMsg>(limits::NOTIFY_QUEUE);
+        let slot = match hello.kind {
+            HelloKind::Client { name, exact_name } => {
+                let mut st = self.lock();
+                if self.stopping.load(Ordering::Acquire) {
+                    return;
+                }
+                match st.graph.add_client(&name, exact_name, pid) {
+                    Ok((slot, actual)) => {
+                        // Fresh activation record for the new client.
+                        if let Some(r) = self.view.record(slot) {
+                            r.status
+                                .store(shm::NodeStatus::Idle as u32, Ordering::Relaxed);
+                            r.finished_cycle.store(0, Ordering::Relaxed);
+                            r.cpu_ns.store(0, Ordering::Relaxed);
+                        }
+                        st.xruns[slot as usize] = 0;
+                        self.publish(&mut st);
+                        let uuid = st.graph.client(slot).map_or(0, |c| c.uuid);
+                        let w = Welcome::Client {
+                            slot,
+                            name: actual.clone(),
+                            uuid,
+                            server: self.name.clone(),
+                        };
+                        let (c, s) = self.view.segments();
+                        if let Err(e) = wire::send_frame_with_fds(&stream, &w, &[c.fd(), s.fd()]) {
+                            warn!("handshake with {actual:?} failed: {e}");
+                            let _ = st.graph.remove_client(slot);
+                            self.publish(&mut st);
+                            return;
+                        }
+                        info!("client {actual:?} (pid {pid}) opened");
+                        Self::notify(
+                            &mut st,
+                            Notification::ClientRegistration {
+                                name: actual,
+                                registered: true,
+                            },
+                        );
+                        let stream2 = stream.try_clone().expect("clone socket");
+                        st.sessions.insert(
+                            id,
+                            Session {
+                                slot: Some(slot),
+                                tx: tx.clone(),
+                                stream: stream2,
+                                pid,
+                                tid: None,
+                            },
+                        );
+                        Some(slot)
+                    }
+                    Err(e) => {
+                        info!("refused client {name:?} (pid {pid}): {e}");
+                        let _ = wire::write_frame(&mut &stream, &Welcome::Refused(e));
+                        return;
+                    }
+                }
+            }
+            HelloKind::Control => {
+                if wire::write_frame(
+                    &mut &stream,
+                    &Welcome::Control {
+                        server: self.name.clone(),
+                    },
+                )
+                .is_err()
+                {
+                    return;
+                }
+                let stream2 = stream.try_clone().expect("clone socket");
+                self.lock().sessions.insert(
+                    id,
+                    Session {
+                        slot: None,
+                        tx: tx.clone(),
+                        stream: stream2,
+                        pid,
+                        tid: None,
+                    },
+                );
+                None
+            }
+        };
+        let mut wr = stream.try_clone().expect("clone socket");
+        let writer = std::thread::Builder::new()
+            .name("resound-session-w".into())
+            .spawn(move || {
+                for m in rx {
+                    if wire::write_frame(&mut wr, &m).is_err() {
+                        break;
+                    }
+                }
+            });
+        loop {
+            let payload = match wire::read_frame(&mut rd, limits::MAX_REQUEST_BYTES) {
+                Ok(p) => p,
+                Err(FrameError::Closed) => break,
+                Err(e @ FrameError::TooLong(..)) => {
+                    warn!("{}: {e}; dropping the connection", self.who(slot, pid));
+                    break;
+                }
+                Err(FrameError::Io(e)) => {
+                    debug!("{}: {e}", self.who(slot, pid));
+                    break;
+                }
+            };
+            let (seq, reply, close) = match wire::decode::<Envelope>(&payload) {
+                Ok(env) => {
+                    let close = env.req == Request::Close;
+                    let r = if close {
+                        Reply::Ok
+                    } else {
+                        self.handle(id, slot, env.req)
+                    };
+                    (env.seq, r, close)
+                }
+                Err(e) => {
+                    warn!("{}: {e}", self.who(slot, pid));
+                    (u32::MAX, Reply::Err(e), false)
+                }
+            };
+            if tx.try_send(ServerMsg::Reply { seq, reply }).is_err() {
+                break;
+            }
+            if close {
+                break;
+            }
+        }
+        self.end_session(id);
+        drop(tx);
+        if let Ok(w) = writer {
+            let _ = w.join();
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    fn who(&self, slot: Option<u32>, pid: u32) -> String {
+        match slot.and_then(|s| self.lock().graph.client(s).map(|c| c.name.clone())) {
+            Some(n) => format!("client {n:?} (pid {pid})"),
+            None => format!("control session (pid {pid})"),
+        }
+    }
+
+    fn end_session(&self, id: u64) {
+        let mut st = self.lock();
+        let Some(sess) = st.sessions.remove(&id) else {
+            return;
+        };
+        let Some(slot) = sess.slot else { return };
+        let name = st
+            .graph
+            .client(slot)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        if let Ok((conns, ports)) = st.graph.remove_client(slot) {
+            self.publish(&mut st);
+            if let Some(r) = self.view.record(slot) {
+                r.status
+                    .store(shm::NodeStatus::Idle as u32, Ordering::Relaxed);
+            }
+            st.condemned.retain(|&s| s != slot);
+            info!(
+                "client {name:?} closed ({} port(s), {} connection(s) removed)",
+                ports.len(),
+                conns.len()
+            );
+            for c in conns {
+                Self::notify(
+                    &mut st,
+                    Notification::PortConnect {
+                        src: c.src,
+                        dst: c.dst,
+                        connected: false,
+                    },
+                );
+            }
+            for (p, n) in ports {
+                Self::notify(
+                    &mut st,
+                    Notification::PortRegistration {
+                        port: p,
+                        name: n,
+                        registered: false,
+                    },
+                );
+            }
+            Self::notify(
+                &mut st,
+                Notification::ClientRegistration {
+                    name,
+                    registered: false,
+                },
+            );
+            Self::notify(&mut st, Notification::GraphOrder);
+        }
+    }
+
+    fn handle(&self, id: u64, slot: Option<u32>, req: Request) -> Reply {
+        match self.handle_inner(id, slot, req) {
+            Ok(r) => r,
+            Err(e) => Reply::Err(e),
+        }
+    }
+
+    fn need_client(slot: Option<u32>) -> Result<u32, WireError> {
+        slot.ok_or_else(|| {
+            werr(
+                ErrorCode::NotAllowed,
+                "this request needs a client session, not a control session",
+            )
+        })
+    }
+
+    fn handle_inner(&self, id: u64, slot: Option<u32>, req: Request) -> Result<Reply, WireError> {
+        let mut st = self.lock();
+        match req {
+            Request::RegisterPort {
+                name,
+                port_type,
+                flags,
+            } => {
+                let me = Self::need_client(slot)?;
+                let flags = flags & !(port_flags::IS_PHYSICAL);
+                let p = st.graph.register_port(me, &name, &port_type, flags)?;
+                if let Some(b) = self.view.port_buffer(p) {
+                    // SAFETY: a fresh port's buffer is not yet referenced by any table.
+                    unsafe {
+                        std::ptr::write_bytes(b, 0, self.view.layout().caps.max_frames as usize)
+                    };
+                }
+                self.publish(&mut st);
+                let full = st.graph.port_name(p).unwrap_or_default();
+                Self::notify(
+                    &mut st,
+                    Notification::PortRegistration {
+                        port: p,
+                        name: full.clone(),
+                        registered: true,
+                    },
+                );
+                Ok(Reply::Port {
+                    port: p,
+                    name: full,
+                })
+            }
+            Request::UnregisterPort { port } => {
+                let me = Self::need_client(slot)?;
+                let name = st.graph.port_name(port).unwrap_or_default();
+                let conns = st.graph.unregister_port(me, port)?;
+                self.publish(&mut st);
+                for c in conns {
+                    Self::notify(
+                        &mut st,
+                        Notification::PortConnect {
+                            src: c.src,
+                            dst: c.dst,
+                            connected: false,
+                        },
+                    );
+                }
+                Self::notify(
+                    &mut st,
+                    Notification::PortRegistration {
+                        port,
+                        name,
+                        registered: false,
+                    },
+                );
+                Ok(Reply::Ok)
+            }
+            Request::RenamePort { port, name } => {
+                let me = Self::need_client(slot)?;
+                let old = st.graph.port_name(port).unwrap_or_default();
+                st.graph.rename_port(me, port, &name)?;
+                self.publish(&mut st);
+                let new = st.graph.port_name(port).unwrap_or_default();
+                Self::notify(&mut st, Notification::PortRename { port, old, new });
+                Ok(Reply::Ok)
+            }
+            Request::Activate { tid } => {
+                let me = Self::need_client(slot)?;
+                self.check_tid(st.sessions.get(&id).map_or(0, |s| s.pid), tid)?;
+                if let Some(r) = self.view.record(me) {
+                    r.finished_cycle.store(0, Ordering::Relaxed);
+                }
+                st.graph.set_active(me, true)?;
+                if let Some(s) = st.sessions.get_mut(&id) {
+                    s.tid = Some(tid);
+                }
+                self.publish(&mut st);
+                Self::notify(&mut st, Notification::GraphOrder);
+                Ok(Reply::Ok)
+            }
+            Request::Deactivate => {
+                let me = Self::need_client(slot)?;
+                st.graph.set_active(me, false)?;
+                if let Some(s) = st.sessions.get_mut(&id) {
+                    s.tid = None;
+                }
+                self.publish(&mut st);
+                Self::notify(&mut st, Notification::GraphOrder);
+                Ok(Reply::Ok)
+            }
+            Request::Connect { src, dst } => {
+                let c = st.graph.connect(&src, &dst)?;
+                self.publish(&mut st);
+                Self::notify(
+                    &mut st,
+                    Notification::PortConnect {
+                        src: c.src,
+                        dst: c.dst,
+                        connected: true,
+                    },
+                );
+                Self::notify(&mut st, Notification::GraphOrder);
+                Ok(Reply::Ok)
+            }
+            Request::Disconnect { src, dst } => {
+                let c = st.graph.disconnect(&src, &dst)?;
+                self.publish(&mut st);
+                Self::notify(
+                    &mut st,
+                    Notification::PortConnect {
+                        src: c.src,
+                        dst: c.dst,
+                        connected: false,
+                    },
+                );
+                Self::notify(&mut st, Notification::GraphOrder);
+                Ok(Reply::Ok)
+            }
+            Request::DisconnectAll { port } => {
+                let gone = st.graph.disconnect_all(&port)?;
+                if !gone.is_empty() {
+                    self.publish(&mut st);
+                    for c in gone {
+                        Self::notify(
+                            &mut st,
+                            Notification::PortConnect {
+                                src: c.src,
+                                dst: c.dst,
+                                connected: false,
+                            },
+                        );
+                    }
+                    Self::notify(&mut st, Notification::GraphOrder);
+                }
+                Ok(Reply::Ok)
+            }
+            Request::Status => Ok(Reply::Status(Box::new(self.status(&st)))),
+            Request::ListPorts => Ok(Reply::Ports(Self::list_ports(&st.graph))),
+            Request::Close => Ok(Reply::Ok),
+        }
+    }
+
+    /// The process-thread TID a client announces must be one of its own threads.
+    fn check_tid(&self, pid: u32, tid: i32) -> Result<(), WireError> {
+        if tid <= 0 || pid == 0 {
+            return Err(werr(
+                ErrorCode::NotAllowed,
+                format!("invalid thread id {tid}"),
+            ));
+        }
+        let path = format!("/proc/{pid}/task/{tid}");
+        if std::path::Path::new(&path).exists() {
+            Ok(())
+        } else {
+            Err(werr(
+                ErrorCode::NotAllowed,
+                format!("thread {tid} does not belong to the client's process {pid}"),
+            ))
+        }
+    }
+
+    fn list_ports(g: &Graph) -> Vec<PortInfo> {
+        g.ports()
+            .map(|(slot, p)| PortInfo {
+                id: slot,
+                name: g.port_name(slot).unwrap_or_default(),
+                port_type: port_type_name(p.ptype).to_string(),
+                flags: p.flags,
+                aliases: p.aliases.clone(),
+                connections: g
+                    .connections_of(slot)
+                    .into_iter()
+                    .filter_map(|q| g.port_name(q))
+                    .collect(),
+                latency: if p.is_input() {
+                    (p.latency[2], p.latency[3])
+                } else {
+                    (p.latency[0], p.latency[1])
+                },
+            })
+            .collect()
+    }
+
+    fn status(&self, st: &State) -> Status {
+        let h = self.view.header();
+        let (cycle, start, _, _) = self.view.timer();
+        let period = h.period_ns.load(Ordering::Relaxed).max(1);
+        let table = self.view.table(self.view.current_index());
+        let rel = |t: u64, c: u64| -> u64 {
+            // Cycle starts are absolute deadlines, so cycle c began (cycle - c) periods before the current one.
+            let base = start.saturating_sub(cycle.saturating_sub(c).saturating_mul(period));
+            t.saturating_sub(base)
+        };
+        let clients = st
+            .graph
+            .clients()
+            .filter(|(s, _)| *s != DRIVER)
+            .map(|(slot, c)| {
+                let r = self.view.record(slot).expect("slot in range");
+                let last = r.finished_cycle.load(Ordering::Acquire);
+                ClientStatus {
+                    name: c.name.clone(),
+                    pid: c.pid,
+                    slot,
+                    active: c.state == ClientState::Active,
+                    ports: st.graph.ports().filter(|(_, p)| p.owner == slot).count() as u32,
+                    xruns: st.xruns[slot as usize],
+                    last_cycle: last,
+                    signal_ns: rel(r.signal_ns.load(Ordering::Relaxed), last),
+                    awake_ns: rel(r.awake_ns.load(Ordering::Relaxed), last),
+                    finish_ns: rel(r.finish_ns.load(Ordering::Relaxed), last),
+                    cpu_ns: r.cpu_ns.load(Ordering::Relaxed),
+                }
+            })
+            .collect();
+        Status {
+            server: self.name.clone(),
+            driver: self.cfg.driver_name().to_string(),
+            sample_rate: h.sample_rate.load(Ordering::Relaxed),
+            buffer_frames: h.buffer_frames.load(Ordering::Relaxed),
+            mode: if self.cfg.server.sync {
+                "sync"
+            } else {
+                "async"
+            }
+            .into(),
+            cycles: cycle,
+            xruns: h.xruns.load(Ordering::Relaxed),
+            graph_version: table.version(),
+            driver_sched: self.driver_sched(),
+            driver_cpu_ns: self
+                .view
+                .record(0)
+                .map_or(0, |r| r.cpu_ns.load(Ordering::Relaxed)),
+            clients,
+        }
+    }
+
+    fn housekeeping(self: Arc<Self>, mut rx: rtrb::Consumer<RtEvent>) {
+        let mut late: Vec<u32> = Vec::new();
+        let mut logged = 0u64;
+        let mut window = Instant::now();
+        let mut suppressed = 0u64;
+        while !self.stopping.load(Ordering::Acquire) {
+            while let Ok(ev) = rx.pop() {
+                match ev {
+                    RtEvent::Late { slot, .. } => late.push(slot),
+                    RtEvent::CycleChecked { cycle } => {
+                        let mut st = self.lock();
+                        let names: Vec<String> = late
+                            .iter()
+                            .filter_map(|&s| st.graph.client(s).map(|c| c.name.clone()))
+                            .collect();
+                        for &s in &late {
+                            if let Some(x) = st.xruns.get_mut(s as usize) {
+                                *x += 1;
+                            }
+                        }
+                        late.clear();
+                        if logged < 20 {
+                            warn!(
+                                "xrun in cycle {cycle}: not finished in time: {}",
+                                names.join(", ")
+                            );
+                            logged += 1;
+                        } else {
+                            suppressed += 1;
+                        }
+                        Self::notify(&mut st, Notification::Xrun { cycle, late: names });
+                    }
+                    RtEvent::DriverLate { cycle, late_ns } => {
+                        warn!(
+                            "driver woke {:.3} ms late before cycle {cycle}; skipped ahead",
+                            late_ns as f64 / 1e6
+                        );
+                        let mut st = self.lock();
+                        Self::notify(
+                            &mut st,
+                            Notification::Xrun {
+                                cycle,
+                                late: vec![],
+                            },
+                        );
+                    }
+                    RtEvent::Corrupt { slot, status } => {
+                        let mut st = self.lock();
+                        if st.condemned.contains(&slot) {
+                            continue;
+                        }
+                        st.condemned.push(slot);
+                        let name = st
+                            .graph
+                            .client(slot)
+                            .map(|c| c.name.clone())
+                            .unwrap_or_default();
+                        error!(
+                            "client {name:?} wrote an invalid status {status:#x} into its activation record; removing it"
+                        );
+                        if let Some(s) = st.sessions.values().find(|s| s.slot == Some(slot)) {
+                            let _ = s.stream.shutdown(std::net::Shutdown::Both);
+                        }
+                    }
+                }
+            }
+            if window.elapsed() >= Duration::from_secs(1) {
+                if suppressed > 0 {
+                    warn!("{suppressed} more xrun(s) in the last second");
+                }
+                suppressed = 0;
+                logged = 0;
+                window = Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Stops the server: notifies every client, wakes their threads, stops the driver.
+    pub fn stop(&self, reason: &str) {
+        if self.stopping.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        info!("stopping: {reason}");
+        let h = self.view.header();
+        {
+            let mut st = self.lock();
+            Self::notify(
+                &mut st,
+                Notification::Shutdown {
+                    reason: reason.to_string(),
+                },
+            );
+        }
+        h.running.store(0, Ordering::Release);
+        self.engine.stop.store(true, Ordering::Release);
+        for slot in 0..self.view.layout().caps.max_clients {
+            if let Some(r) = self.view.record(slot) {
+                futex::bump_and_wake(&r.trigger);
+            }
+        }
+        let t0 = Instant::now();
+        while self.engine.running.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(2) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Give the writer threads a moment to flush the shutdown notification.
+        std::thread::sleep(Duration::from_millis(100));
+        // Wake the listener so it sees `stopping`, then remove the socket.
+        let _ = UnixStream::connect(&self.socket);
+        let _ = std::fs::remove_file(&self.socket);
+        let st = self.lock();
+        for s in st.sessions.values() {
+            let _ = s.stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+}
