@@ -821,8 +821,13 @@ fn process_thread(
                 // Woken by a stale trigger after deactivation: nothing to do.
                 return true;
             }
-            let (_, start, frame_time, _) = view.timer();
+            let (now_cycle, now_start, now_ft, _) = view.timer();
             let frames = (h.buffer_frames.load(Ordering::Relaxed) as usize).min(max_frames);
+            // A late thread may run after the driver began a newer cycle: its
+            // frame time and start are those of *its* cycle.
+            let behind = now_cycle.saturating_sub(cycle);
+            let frame_time = now_ft.saturating_sub(behind * frames as u64);
+            let start = now_start.saturating_sub(behind * h.period_ns.load(Ordering::Relaxed));
             let mut ps = ProcessScope {
                 view,
                 table,

@@ -223,9 +223,25 @@ fn activation_exactly_one_reaches_zero() {
     });
 }
 
+/// `activation::reset` as a `swap` instead of a plain store, for models where
+/// the reset races with a decrement's CAS.
+///
+/// Loom 0.7 does not enforce RMW atomicity against a concurrent plain store
+/// (tokio-rs/loom#254, #389; fix pending in PR #391): when the CAS runs first
+/// but the store does not observe it, loom can later let readers see the
+/// CAS's value as if it came *after* the store, which C++/Rust forbid (the
+/// CAS would then have had to read the store's value). That yields false
+/// failures ("both cycle-1 decrements see cycle 0"). In the Rust memory model
+/// a Release swap whose result is ignored is interchangeable with a Release
+/// store here (same modification-order placements, no extra synchronisation),
+/// and loom models RMW-vs-RMW correctly.
+fn reset_as_rmw(c: &AtomicU64, cycle: u32, count: u32) {
+    c.swap(activation::pack(cycle, count), Ordering::Release);
+}
+
 /// As above, plus an upstream node late from cycle 0 decrementing while the
 /// driver re-arms the counter for cycle 1: the stale decrement never reports
-/// zero and never disturbs cycle 1.
+/// zero and never disturbs cycle 1. (The reset is [`reset_as_rmw`], see there.)
 #[test]
 fn activation_stale_decrement_is_noop() {
     loom::model(|| {
@@ -238,7 +254,7 @@ fn activation_stale_decrement_is_noop() {
         };
 
         // Driver starts cycle 1, then its upstream nodes run.
-        activation::reset(&c, 1, 2);
+        reset_as_rmw(&c, 1, 2);
         let ups: Vec<_> = (0..2)
             .map(|_| {
                 let c = c.clone();

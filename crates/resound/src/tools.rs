@@ -104,6 +104,7 @@ struct Stats {
     silent: AtomicU64,
     bad: AtomicU64,
     ref_gaps: AtomicU64,
+    no_ref: AtomicU64,
     first_bad_cycle: AtomicU64,
     first_bad_got: AtomicU64,
     first_bad_want: AtomicU64,
@@ -277,6 +278,12 @@ fn run(cli: Cli) -> Result<(), String> {
                 if n == 0 {
                     return Control::Continue;
                 }
+                if r.iter().all(|&v| v == 0.0) {
+                    // No reference connected (yet): nothing to compare with.
+                    last_ref = None;
+                    s.no_ref.fetch_add(1, Ordering::Relaxed);
+                    return Control::Continue;
+                }
                 // ref continuity: no lost or duplicated cycle upstream.
                 let r0 = r[0] as u64;
                 if let Some(prev) = last_ref {
@@ -403,6 +410,7 @@ fn report(client: &Client, s: &Stats, last: bool) -> serde_json::Value {
         "silent": ld(&s.silent),
         "bad": ld(&s.bad),
         "ref_gaps": ld(&s.ref_gaps),
+        "no_ref": ld(&s.no_ref),
         "first_bad": {
             "cycle": ld(&s.first_bad_cycle),
             "got": f64::from_bits(ld(&s.first_bad_got)),
