@@ -341,14 +341,17 @@ fn run(cli: Cli) -> Result<(), String> {
                         out.audio_out(ps).fill(f32::NAN);
                         Control::Continue
                     })?;
-                    std::thread::sleep(Duration::from_millis(200));
-                    // Write garbage over our whole activation record, as a buggy client could.
-                    let rec = view_client.view().record(slot).expect("own record");
-                    let p = rec as *const _ as *mut u8;
-                    // SAFETY: the record is 128 bytes of our own mapped shared
-                    // segment; every field is an atomic integer, so any bytes
-                    // are valid values. This deliberately corrupts it.
-                    unsafe { std::ptr::write_bytes(p, 0xA5, std::mem::size_of_val(rec)) };
+                    // Keep writing garbage over our whole activation record, as
+                    // a client with a memory-corruption bug could.
+                    std::thread::spawn(move || loop {
+                        std::thread::sleep(Duration::from_millis(2));
+                        let rec = view_client.view().record(slot).expect("own record");
+                        let p = rec as *const _ as *mut u8;
+                        // SAFETY: the record is 128 bytes of our own mapped shared
+                        // segment; every field is an atomic integer, so any bytes
+                        // are valid values. This deliberately corrupts it.
+                        unsafe { std::ptr::write_bytes(p, 0xA5, std::mem::size_of_val(rec)) };
+                    });
                 }
                 other => {
                     return Err(format!(
