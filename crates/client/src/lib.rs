@@ -714,11 +714,7 @@ fn reader(
     replies: Sender<(u32, Reply)>,
     notes: Sender<Option<Notification>>,
 ) {
-    loop {
-        let payload = match wire::read_frame(&mut stream, limits::MAX_REPLY_BYTES) {
-            Ok(p) => p,
-            Err(_) => break,
-        };
+    while let Ok(payload) = wire::read_frame(&mut stream, limits::MAX_REPLY_BYTES) {
         match wire::decode::<ServerMsg>(&payload) {
             Ok(ServerMsg::Reply { seq, reply }) => {
                 let _ = replies.send((seq, reply));

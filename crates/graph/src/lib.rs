@@ -90,6 +90,9 @@ pub struct Connection {
     pub dst: u32,
 }
 
+/// What removing a client took with it: its connections, and its ports with their former full names.
+pub type Removed = (Vec<Connection>, Vec<(u32, String)>);
+
 /// The flat form of a graph (what goes into a shared-memory table).
 #[derive(Clone)]
 pub struct Compiled {
@@ -317,7 +320,7 @@ impl Graph {
     pub fn remove_client(
         &mut self,
         slot: u32,
-    ) -> Result<(Vec<Connection>, Vec<(u32, String)>), WireError> {
+    ) -> Result<Removed, WireError> {
         if slot == DRIVER || self.client(slot).is_none() {
             return Err(err(
                 ErrorCode::NotAllowed,

@@ -88,7 +88,7 @@ impl Server {
             max_clients: cfg.server.max_clients,
             max_ports: cfg.server.max_ports,
             max_connections: cfg.server.max_connections,
-            max_frames: period.max(4096).min(limits::MAX_BUFFER_FRAMES),
+            max_frames: period.clamp(4096, limits::MAX_BUFFER_FRAMES),
         };
         let prio = if cfg.server.wants_realtime() {
             cfg.server.priority

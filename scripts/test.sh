@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Runs every test: formatting, lints, unit and property tests, end-to-end tests
+# with real server and client processes, and the loom model checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+start=$(date +%s)
+echo "== cargo fmt --check" >&2
+cargo fmt --all -- --check
+echo "== cargo clippy -D warnings" >&2
+cargo clippy --workspace --all-targets --quiet -- -D warnings
+echo "== cargo test (debug build: the real-time no-allocation guard is active)" >&2
+cargo test --workspace
+echo "== loom model checks" >&2
+bash scripts/loom.sh
+echo "== all tests passed in $(( $(date +%s) - start )) s" >&2
