@@ -533,6 +533,11 @@ impl Client {
         }
     }
 
+    /// Changes the server's period (frames per cycle).
+    pub fn set_buffer_size(&self, frames: u32) -> Result<()> {
+        self.ok(Request::SetBufferSize { frames })
+    }
+
     /// Every port with its connections (asks the server).
     pub fn list_ports(&self) -> Result<Vec<PortInfo>> {
         match self.request(Request::ListPorts)? {
@@ -817,13 +822,15 @@ fn process_thread(
                 // Woken by a stale trigger after deactivation: nothing to do.
                 return true;
             }
-            let (now_cycle, now_start, now_ft, _) = view.timer();
-            let frames = (h.buffer_frames.load(Ordering::Relaxed) as usize).min(max_frames);
+            let t = view.timer();
+            let frames = (t.frames as usize).min(max_frames);
             // A late thread may run after the driver began a newer cycle: its
             // frame time and start are those of *its* cycle.
-            let behind = now_cycle.saturating_sub(cycle);
-            let frame_time = now_ft.saturating_sub(behind * frames as u64);
-            let start = now_start.saturating_sub(behind * h.period_ns.load(Ordering::Relaxed));
+            let behind = t.cycle.saturating_sub(cycle);
+            let frame_time = t.frame_time.saturating_sub(behind * frames as u64);
+            let start = t
+                .start_ns
+                .saturating_sub(behind * h.period_ns.load(Ordering::Relaxed));
             let mut ps = ProcessScope {
                 view,
                 table,
@@ -1023,6 +1030,14 @@ impl ControlSession {
     pub fn list_ports(&self) -> Result<Vec<PortInfo>> {
         match self.request(Request::ListPorts)? {
             Reply::Ports(p) => Ok(p),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Changes the server's period (frames per cycle).
+    pub fn set_buffer_size(&self, frames: u32) -> Result<()> {
+        match self.request(Request::SetBufferSize { frames })? {
+            Reply::Ok => Ok(()),
             other => Err(unexpected(other)),
         }
     }

@@ -317,10 +317,7 @@ impl Graph {
 
     /// Removes a client with its ports and their connections. Returns the
     /// removed connections and ports (with their former full names) for notifications.
-    pub fn remove_client(
-        &mut self,
-        slot: u32,
-    ) -> Result<Removed, WireError> {
+    pub fn remove_client(&mut self, slot: u32) -> Result<Removed, WireError> {
         if slot == DRIVER || self.client(slot).is_none() {
             return Err(err(
                 ErrorCode::NotAllowed,

@@ -48,7 +48,7 @@ use std::ptr::NonNull;
 /// `b"RESOUND\0"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RESOUND\0");
 /// Layout version; bumped on any change of the structs below.
-pub const LAYOUT_VERSION: u32 = 1;
+pub const LAYOUT_VERSION: u32 = 2;
 /// Bytes reserved for the control header (one page).
 pub const HEADER_BYTES: usize = 4096;
 /// Alignment of each port buffer (bytes).
@@ -127,10 +127,27 @@ pub struct ControlHeader {
     pub next_start_ns: AtomicU64,
     /// Xruns since the server started. Writer: driver.
     pub xruns: AtomicU64,
-    /// Seqlock over (cycle, cycle_start_ns, frame_time, next_start_ns): odd while the driver writes them.
+    /// Seqlock over the timer fields (cycle, cycle_start_ns, frame_time,
+    /// next_start_ns, cycle_frames): odd while the driver writes them.
     pub timer_seq: AtomicU32,
-    /// Padding, reserved.
-    pub _reserved: u32,
+    /// Frames of the current cycle: `buffer_frames` as the driver read it at
+    /// cycle start (a buffer-size change takes effect at the next cycle). Writer: driver.
+    pub cycle_frames: AtomicU32,
+}
+
+/// The timer fields of the current cycle, read consistently ([`View::timer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timer {
+    /// Cycle number.
+    pub cycle: u64,
+    /// CLOCK_MONOTONIC ns at which it began (its nominal deadline).
+    pub start_ns: u64,
+    /// Frame time of its first frame.
+    pub frame_time: u64,
+    /// Expected start of the next cycle.
+    pub next_start_ns: u64,
+    /// Frames in this cycle.
+    pub frames: u32,
 }
 
 /// Header of one graph table.
@@ -638,8 +655,8 @@ impl View {
         }
     }
 
-    /// Reads the timer fields consistently: (cycle, cycle_start_ns, frame_time, next_start_ns).
-    pub fn timer(&self) -> (u64, u64, u64, u64) {
+    /// Reads the timer fields of the current cycle consistently (seqlock).
+    pub fn timer(&self) -> Timer {
         let h = self.header();
         loop {
             let s1 = h.timer_seq.load(Ordering::Acquire);
@@ -647,12 +664,13 @@ impl View {
                 std::hint::spin_loop();
                 continue;
             }
-            let v = (
-                h.cycle.load(Ordering::Acquire),
-                h.cycle_start_ns.load(Ordering::Acquire),
-                h.frame_time.load(Ordering::Acquire),
-                h.next_start_ns.load(Ordering::Acquire),
-            );
+            let v = Timer {
+                cycle: h.cycle.load(Ordering::Acquire),
+                start_ns: h.cycle_start_ns.load(Ordering::Acquire),
+                frame_time: h.frame_time.load(Ordering::Acquire),
+                next_start_ns: h.next_start_ns.load(Ordering::Acquire),
+                frames: h.cycle_frames.load(Ordering::Acquire),
+            };
             if h.timer_seq.load(Ordering::Acquire) == s1 {
                 return v;
             }

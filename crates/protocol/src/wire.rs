@@ -125,6 +125,11 @@ pub enum Request {
         /// Full port name.
         port: String,
     },
+    /// Changes the period (frames per cycle, up to the server's max_frames).
+    SetBufferSize {
+        /// New period in frames.
+        frames: u32,
+    },
     /// Status of the server and its clients. Reply: [`Reply::Status`].
     Status,
     /// Every port with its connections. Reply: [`Reply::Ports`].

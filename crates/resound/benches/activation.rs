@@ -1,1 +1,964 @@
-fn main() { eprintln!("activation bench: not written yet"); }
+//! Activation latency benchmark: `cargo bench -p resound --bench activation`.
+//!
+//! Prints, side by side from one run:
+//!
+//! 1. the raw cross-process futex one-way wake latency (the physical limit of
+//!    one hop): this binary re-executes itself as a child process sharing one
+//!    memfd page, and the two ping-pong on two futex words;
+//! 2. resound's per-hop activation latency (`awake_ns - signal_ns` of each
+//!    node's activation record) in a chain of five `resound-tool pass`
+//!    processes ending in a native probe client inside this process;
+//! 3. the driver thread's CPU time per cycle with 0, 1 and 10 clients.
+//!
+//! Needs the release binaries next to the bench executable
+//! (`cargo build --release --bins -p resound`). Every child process and
+//! server is stopped by a drop guard, on error paths too.
+
+use resound_client::{Client, ControlSession, Control, OpenOptions, PortFlags, PortKind};
+use resound_protocol::shm::ActivationRecord;
+use resound_protocol::sync::futex::{bump_and_wake, wait_changed, Wait};
+use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use std::io::{BufRead, BufReader};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const RATE: u32 = 48_000;
+const FRAMES: u32 = 128;
+const PERIOD_NS: u64 = FRAMES as u64 * 1_000_000_000 / RATE as u64;
+/// `pass` clients in the latency chain.
+const CHAIN: usize = 5;
+/// Hops recorded per cycle: the chain clients and the probe.
+const HOPS: usize = CHAIN + 1;
+/// Ping-pongs before the raw futex samples count.
+const RAW_WARMUP: usize = 2_000;
+/// Raw futex samples (back-to-back ping-pong).
+const RAW_SAMPLES: usize = 20_000;
+/// Raw futex samples paced at one per audio period.
+const RAW_PACED_SAMPLES: usize = 1_500;
+/// Cycles the hop measurement records (after the warm-up).
+const HOP_CYCLES: usize = 5_200;
+const HOP_WARMUP: Duration = Duration::from_secs(1);
+/// Longest the hop measurement may take (it stops earlier once HOP_CYCLES are in).
+const HOP_MAX: Duration = Duration::from_secs(30);
+const DRIVER_WARMUP: Duration = Duration::from_millis(500);
+const DRIVER_SECS: Duration = Duration::from_secs(3);
+/// SCHED_FIFO priority of both raw ping-pong threads (the server's driver default).
+const RAW_PRIO: i32 = 10;
+/// Environment variable that turns this binary into the ping-pong child; holds the memfd number.
+const CHILD_ENV: &str = "RESOUND_BENCH_CHILD";
+/// Marks a hop sample that was not consistent.
+const NONE: u64 = u64::MAX;
+
+type Res<T> = Result<T, String>;
+
+fn main() {
+    if let Ok(fd) = std::env::var(CHILD_ENV) {
+        std::process::exit(child_main(&fd));
+    }
+    match run() {
+        Ok(table) => print!("{table}"),
+        Err(e) => {
+            eprintln!("activation bench: error: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn progress(msg: &str) {
+    eprintln!("[activation] {msg}");
+}
+
+// ---------------------------------------------------------------------------
+// Statistics and formatting
+
+struct Stats {
+    median: f64,
+    p99: f64,
+    max: f64,
+    n: usize,
+}
+
+/// Median, p99 and max (ns) of the samples; None when there are none.
+fn stats(v: &mut [u64]) -> Option<Stats> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    let median = if n % 2 == 1 {
+        v[n / 2] as f64
+    } else {
+        (v[n / 2 - 1] as f64 + v[n / 2] as f64) / 2.0
+    };
+    let p99 = v[((n as f64 * 0.99).ceil() as usize).clamp(1, n) - 1] as f64;
+    Some(Stats {
+        median,
+        p99,
+        max: v[n - 1] as f64,
+        n,
+    })
+}
+
+fn us(ns: f64) -> String {
+    format!("{:.1} us", ns / 1000.0)
+}
+
+fn row(out: &mut String, label: &str, s: &Option<Stats>) {
+    let line = match s {
+        Some(s) => format!(
+            "{label:<42}{:>10}{:>10}{:>10}  {}\n",
+            us(s.median),
+            us(s.p99),
+            us(s.max),
+            s.n
+        ),
+        None => format!("{label:<42}{:>10}{:>10}{:>10}  0\n", "-", "-", "-"),
+    };
+    out.push_str(&line);
+}
+
+// ---------------------------------------------------------------------------
+// Child processes
+
+/// SIGTERM, then SIGKILL after `grace`; reaps the child.
+fn stop_child(child: &mut Child, grace: Duration) {
+    if matches!(child.try_wait(), Ok(Some(_))) {
+        return;
+    }
+    // SAFETY: kill(2) on the pid of our own child that has not been reaped
+    // yet (try_wait above returned None), so the pid cannot have been reused.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let t0 = Instant::now();
+    while t0.elapsed() < grace {
+        if matches!(child.try_wait(), Ok(Some(_))) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Makes a spawned child receive `sig` when this process (its spawning
+/// thread, which is always the main thread here) dies, so an interrupted
+/// bench leaves nothing running.
+fn die_with_parent(cmd: &mut Command, sig: libc::c_int) {
+    // SAFETY: the closure runs in the forked child before exec and only calls
+    // prctl(2), which is async-signal-safe; it touches no memory but `sig`.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 1. Raw cross-process futex ping-pong
+
+/// A futex word and the timestamp that goes with it, on its own cache line.
+#[repr(C, align(64))]
+struct Line {
+    word: AtomicU32,
+    ns: AtomicU64,
+}
+
+/// The page both processes map.
+#[repr(C)]
+struct PingPage {
+    /// A -> B: bumped by the parent; `ns` is its CLOCK_MONOTONIC stamp just before the wake.
+    ping: Line,
+    /// B -> A: bumped by the child; `ns` is its CLOCK_MONOTONIC stamp right after waking.
+    pong: Line,
+    /// 1: the child runs SCHED_FIFO; 2: SCHED_FIFO was refused (SCHED_OTHER).
+    child_policy: AtomicU32,
+    /// Non-zero: the child exits at its next wake-up.
+    quit: AtomicU32,
+}
+
+const PAGE: usize = 4096;
+const _: () = assert!(std::mem::size_of::<PingPage>() <= PAGE);
+
+/// A shared mapping of one page of a memfd.
+struct Shm {
+    ptr: *mut libc::c_void,
+}
+
+impl Shm {
+    fn map(fd: &OwnedFd) -> Res<Shm> {
+        // SAFETY: maps PAGE bytes of a memfd that is (at least) PAGE bytes
+        // long at a kernel-chosen address; the mapping is unmapped in Drop.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                PAGE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                0,
+            )
+        };
+        if ptr == libc::MAP_FAILED {
+            return Err(format!("mmap: {}", std::io::Error::last_os_error()));
+        }
+        Ok(Shm { ptr })
+    }
+
+    fn page(&self) -> &PingPage {
+        // SAFETY: the mapping is PAGE bytes, page aligned (so aligned for
+        // PingPage), lives as long as `self`, and PingPage is only atomics,
+        // valid for any bytes (the memfd starts zeroed). The other process
+        // accesses it only through the same atomics.
+        unsafe { &*(self.ptr as *const PingPage) }
+    }
+}
+
+impl Drop for Shm {
+    fn drop(&mut self) {
+        // SAFETY: exactly the region mmap returned; no reference from page()
+        // outlives `self`.
+        unsafe { libc::munmap(self.ptr, PAGE) };
+    }
+}
+
+fn memfd_page() -> Res<OwnedFd> {
+    // SAFETY: a valid NUL-terminated name and valid flags.
+    let fd = unsafe { libc::memfd_create(c"resound-bench-futex".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!(
+            "memfd_create: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    // SAFETY: fd was just returned by memfd_create and nothing else owns it.
+    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    // SAFETY: ftruncate on a valid fd we own.
+    if unsafe { libc::ftruncate(fd.as_raw_fd(), PAGE as libc::off_t) } != 0 {
+        return Err(format!("ftruncate: {}", std::io::Error::last_os_error()));
+    }
+    Ok(fd)
+}
+
+/// The ping-pong child (process B). Returns the exit code.
+fn child_main(fd: &str) -> i32 {
+    let Ok(raw) = fd.parse::<i32>() else {
+        eprintln!("{CHILD_ENV} must hold a file descriptor number");
+        return 2;
+    };
+    // SAFETY: the parent passed us this inherited fd number; nothing else in
+    // this process uses or closes it.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let shm = match Shm::map(&fd) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ping-pong child: {e}");
+            return 2;
+        }
+    };
+    let p = shm.page();
+    let fifo = resound_protocol::rt::set_fifo(RAW_PRIO).is_ok();
+    p.child_policy
+        .store(if fifo { 1 } else { 2 }, Ordering::Relaxed);
+    let mut seen = p.ping.word.load(Ordering::Acquire);
+    // Ready.
+    bump_and_wake(&p.pong.word);
+    loop {
+        match wait_changed(&p.ping.word, seen, Some(monotonic_ns() + 5_000_000_000)) {
+            Wait::Changed(v) => seen = v,
+            Wait::TimedOut => {
+                // SAFETY: getppid never fails.
+                if unsafe { libc::getppid() } == 1 {
+                    return 1;
+                }
+                continue;
+            }
+        }
+        let t = monotonic_ns();
+        if p.quit.load(Ordering::Acquire) != 0 {
+            return 0;
+        }
+        p.pong.ns.store(t, Ordering::Relaxed);
+        // The Release in the bump publishes the stamp.
+        bump_and_wake(&p.pong.word);
+    }
+}
+
+/// Kills the ping-pong child on drop.
+struct PingChild {
+    child: Child,
+}
+
+impl Drop for PingChild {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct RawResult {
+    policy: String,
+    one_way: Option<Stats>,
+    round_trip: Option<Stats>,
+    paced_one_way: Option<Stats>,
+}
+
+/// Parent side (process A): `n` pings after `warmup`, optionally paced one per
+/// `pace_ns` on absolute deadlines (as the driver sleeps between cycles).
+/// Returns (one-way, round-trip) samples in ns.
+fn ping_pong(
+    p: &PingPage,
+    warmup: usize,
+    n: usize,
+    pace_ns: Option<u64>,
+) -> Res<(Vec<u64>, Vec<u64>)> {
+    let mut one = Vec::with_capacity(n);
+    let mut rtt = Vec::with_capacity(n);
+    let mut pong_seen = p.pong.word.load(Ordering::Acquire);
+    let mut next = monotonic_ns();
+    for i in 0..warmup + n {
+        if let Some(pace) = pace_ns {
+            next += pace;
+            sleep_until(next);
+        }
+        let t0 = monotonic_ns();
+        p.ping.ns.store(t0, Ordering::Relaxed);
+        bump_and_wake(&p.ping.word);
+        match wait_changed(&p.pong.word, pong_seen, Some(t0 + 1_000_000_000)) {
+            Wait::Changed(v) => pong_seen = v,
+            Wait::TimedOut => return Err("the ping-pong child stopped answering".into()),
+        }
+        let t2 = monotonic_ns();
+        // Acquire through the word's load in wait_changed: the child stored
+        // the stamp before its Release bump.
+        let t1 = p.pong.ns.load(Ordering::Relaxed);
+        if i >= warmup {
+            one.push(t1.saturating_sub(t0));
+            rtt.push(t2.saturating_sub(t0));
+        }
+    }
+    Ok((one, rtt))
+}
+
+fn raw_futex() -> Res<RawResult> {
+    let fd = memfd_page()?;
+    let shm = Shm::map(&fd)?;
+    let p = shm.page();
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let raw = fd.as_raw_fd();
+    let mut cmd = Command::new(exe);
+    cmd.env(CHILD_ENV, raw.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    // SAFETY: runs in the forked child before exec and only calls fcntl(2),
+    // async-signal-safe, on the fd number copied into the closure: it clears
+    // FD_CLOEXEC so that this one fd (and no other) survives the exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    die_with_parent(&mut cmd, libc::SIGKILL);
+    let child = cmd
+        .spawn()
+        .map_err(|e| format!("re-executing the bench as ping-pong child: {e}"))?;
+    let _guard = PingChild { child };
+    drop(fd);
+    // The child bumps `pong` once when it is ready.
+    if wait_changed(&p.pong.word, 0, Some(monotonic_ns() + 10_000_000_000)) == Wait::TimedOut {
+        return Err("the ping-pong child did not start".into());
+    }
+    let child_fifo = p.child_policy.load(Ordering::Relaxed) == 1;
+
+    let r = std::thread::scope(|s| {
+        s.spawn(|| -> Res<_> {
+            let fifo = resound_protocol::rt::set_fifo(RAW_PRIO).is_ok();
+            let policy = match (fifo, child_fifo) {
+                (true, true) => format!("SCHED_FIFO {RAW_PRIO} (both processes)"),
+                (a, b) => format!(
+                    "SCHED_OTHER: SCHED_FIFO refused for {}",
+                    match (a, b) {
+                        (false, false) => "both processes",
+                        (false, true) => "the waker",
+                        _ => "the woken process",
+                    }
+                ),
+            };
+            progress(&format!(
+                "raw futex: {RAW_SAMPLES} back-to-back ping-pongs, {policy}"
+            ));
+            let (one, rtt) = ping_pong(p, RAW_WARMUP, RAW_SAMPLES, None)?;
+            progress(&format!(
+                "raw futex: {RAW_PACED_SAMPLES} ping-pongs paced one per period ({:.2} ms)",
+                PERIOD_NS as f64 / 1e6
+            ));
+            let (paced, _) = ping_pong(p, 50, RAW_PACED_SAMPLES, Some(PERIOD_NS))?;
+            Ok((policy, one, rtt, paced))
+        })
+        .join()
+        .map_err(|_| "ping-pong thread panicked".to_string())?
+    });
+    p.quit.store(1, Ordering::Release);
+    bump_and_wake(&p.ping.word);
+    let (policy, mut one, mut rtt, mut paced) = r?;
+    Ok(RawResult {
+        policy,
+        one_way: stats(&mut one),
+        round_trip: stats(&mut rtt),
+        paced_one_way: stats(&mut paced),
+    })
+}
+
+/// Mean cost of one CLOCK_THREAD_CPUTIME_ID read (ns): resound's process
+/// thread makes this call between waking and stamping `awake_ns`.
+fn thread_cpu_clock_cost() -> f64 {
+    let n = 100_000;
+    let t0 = monotonic_ns();
+    let mut x = 0u64;
+    for _ in 0..n {
+        x = x.wrapping_add(thread_cpu_ns());
+    }
+    std::hint::black_box(x);
+    (monotonic_ns() - t0) as f64 / n as f64
+}
+
+// ---------------------------------------------------------------------------
+// Server and tool processes
+
+fn binaries() -> Res<(PathBuf, PathBuf)> {
+    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("cannot locate the target directory from the bench executable")?;
+    let d = dir.join("resoundd");
+    let t = dir.join("resound-tool");
+    for b in [&d, &t] {
+        if !b.is_file() {
+            return Err(format!(
+                "{} is missing: run `cargo build --release --bins` first",
+                b.display()
+            ));
+        }
+    }
+    Ok((d, t))
+}
+
+static SERVERS: AtomicU32 = AtomicU32::new(0);
+
+/// A `resoundd` in a private socket directory; stopped and cleaned up on drop.
+struct Server {
+    child: Child,
+    dir: PathBuf,
+    name: String,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    fn start(bin: &Path) -> Res<Server> {
+        let n = SERVERS.fetch_add(1, Ordering::Relaxed);
+        let pid = std::process::id();
+        let dir = std::env::temp_dir().join(format!("resound-bench-{pid}-{n}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        let name = format!("bench{pid}x{n}");
+        let (r, p) = (RATE.to_string(), FRAMES.to_string());
+        let mut cmd = Command::new(bin);
+        cmd.env("RESOUND_DIR", &dir)
+            .env("RESOUND_LOG", "info")
+            .args(["-n", &name, "-S", "-d", "dummy", "-r", &r, "-p", &p])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        die_with_parent(&mut cmd, libc::SIGTERM);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
+        let log = Arc::new(Mutex::new(Vec::new()));
+        if let Some(err) = child.stderr.take() {
+            let l = log.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(err).lines().map_while(Result::ok) {
+                    let mut g = l.lock().unwrap_or_else(|e| e.into_inner());
+                    if g.len() >= 200 {
+                        g.remove(0);
+                    }
+                    g.push(line);
+                }
+            });
+        }
+        let srv = Server {
+            child,
+            dir,
+            name,
+            log,
+        };
+        Server::wait_ready(srv, Instant::now())
+    }
+
+    fn wait_ready(mut srv: Server, t0: Instant) -> Res<Server> {
+        loop {
+            if ControlSession::connect(Some(&srv.name), Some(&srv.dir)).is_ok() {
+                return Ok(srv);
+            }
+            if let Ok(Some(st)) = srv.child.try_wait() {
+                return Err(format!("resoundd exited ({st}):\n{}", srv.log_tail()));
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                return Err(format!(
+                    "resoundd did not accept connections within 10 s:\n{}",
+                    srv.log_tail()
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn log_tail(&self) -> String {
+        let g = self.log.lock().unwrap_or_else(|e| e.into_inner());
+        let from = g.len().saturating_sub(20);
+        g[from..].join("\n")
+    }
+
+    fn open(&self, name: &str) -> Res<Client> {
+        Client::open(
+            name,
+            OpenOptions {
+                server: Some(self.name.clone()),
+                dir: Some(self.dir.clone()),
+                exact_name: true,
+            },
+        )
+        .map_err(|e| format!("open client {name}: {e}"))
+    }
+
+    /// Starts `resound-tool -s SERVER -n NAME pass` (readiness: [`Tool::wait_ready`]).
+    fn pass_tool(&self, bin: &Path, name: &str) -> Res<Tool> {
+        let mut cmd = Command::new(bin);
+        cmd.env("RESOUND_DIR", &self.dir)
+            .args(["-s", &self.name, "-n", name, "pass"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped());
+        die_with_parent(&mut cmd, libc::SIGTERM);
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
+        let ready = Arc::new(Mutex::new(None));
+        if let Some(out) = child.stdout.take() {
+            let r = ready.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
+                        continue;
+                    };
+                    if v["event"] == "ready" {
+                        let name = v["name"].as_str().unwrap_or_default().to_string();
+                        let sched = v["sched"].as_str().unwrap_or_default().to_string();
+                        *r.lock().unwrap_or_else(|e| e.into_inner()) = Some((name, sched));
+                    }
+                }
+            });
+        }
+        Ok(Tool {
+            child,
+            name: name.to_string(),
+            ready,
+        })
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        stop_child(&mut self.child, Duration::from_secs(5));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A `resound-tool` process; stopped on drop.
+struct Tool {
+    child: Child,
+    name: String,
+    /// (actual client name, process thread scheduling) once it printed "ready".
+    ready: Arc<Mutex<Option<(String, String)>>>,
+}
+
+impl Tool {
+    /// Waits for the "ready" line; returns the process thread's scheduling.
+    fn wait_ready(&mut self) -> Res<String> {
+        let t0 = Instant::now();
+        loop {
+            if let Some((name, sched)) = self
+                .ready
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+            {
+                if name != self.name {
+                    return Err(format!("tool {} got the name {name}", self.name));
+                }
+                return Ok(sched);
+            }
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return Err(format!("tool {} exited before it was ready: {st}", self.name));
+            }
+            if t0.elapsed() > Duration::from_secs(10) {
+                return Err(format!("tool {} not ready within 10 s", self.name));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for Tool {
+    fn drop(&mut self) {
+        stop_child(&mut self.child, Duration::from_secs(3));
+    }
+}
+
+/// Starts `n` pass tools named `{prefix}1..{prefix}n` and waits until all are ready.
+/// Returns them and the scheduling of their process threads.
+fn pass_tools(srv: &Server, bin: &Path, prefix: &str, n: usize) -> Res<(Vec<Tool>, String)> {
+    let mut tools = Vec::with_capacity(n);
+    for i in 1..=n {
+        tools.push(srv.pass_tool(bin, &format!("{prefix}{i}"))?);
+    }
+    let mut sched = String::new();
+    for t in &mut tools {
+        let s = t.wait_ready()?;
+        if sched.is_empty() || !s.starts_with("SCHED_FIFO") {
+            sched = s;
+        }
+    }
+    Ok((tools, sched))
+}
+
+/// Connects capture_1 -> tools... -> `last` (a full input port name).
+fn chain(c: &Client, tools: &[Tool], last: &str) -> Res<()> {
+    let mut src = "system:capture_1".to_string();
+    for t in tools {
+        let dst = format!("{}:in", t.name);
+        c.connect(&src, &dst)
+            .map_err(|e| format!("connect {src} -> {dst}: {e}"))?;
+        src = format!("{}:out", t.name);
+    }
+    c.connect(&src, last)
+        .map_err(|e| format!("connect {src} -> {last}: {e}"))
+}
+
+fn xruns(c: &Client) -> u64 {
+    c.status().map(|s| s.xruns).unwrap_or(0)
+}
+
+// ---------------------------------------------------------------------------
+// 2. resound per-hop latency
+
+/// Hop samples written by the probe's process callback without allocating:
+/// `data[cycle * HOPS + hop]`, NONE when inconsistent.
+struct HopLog {
+    recording: AtomicBool,
+    len: AtomicUsize,
+    data: Vec<AtomicU64>,
+}
+
+/// signal -> awake of `r` for `cycle`, if the record consistently describes that
+/// cycle (and, unless `own`, a finished one).
+fn hop_of(r: &ActivationRecord, cycle: u64, own: bool) -> u64 {
+    let c1 = r.cycle.load(Ordering::Acquire);
+    let f1 = r.finished_cycle.load(Ordering::Acquire);
+    let sig = r.signal_ns.load(Ordering::Relaxed);
+    let awk = r.awake_ns.load(Ordering::Relaxed);
+    let c2 = r.cycle.load(Ordering::Acquire);
+    let f2 = r.finished_cycle.load(Ordering::Acquire);
+    let ok = c1 == cycle && c2 == cycle && (own || (f1 == cycle && f2 == cycle)) && awk >= sig;
+    if ok {
+        awk - sig
+    } else {
+        NONE
+    }
+}
+
+struct HopResult {
+    all: Option<Stats>,
+    per_hop: Vec<Option<Stats>>,
+    cycles: usize,
+    dropped: usize,
+    xruns: u64,
+    driver_sched: String,
+    client_sched: String,
+}
+
+fn hop_latency(resoundd: &Path, tool: &Path) -> Res<HopResult> {
+    progress("hop latency: starting resoundd and a chain of 5 pass clients");
+    let srv = Server::start(resoundd)?;
+    let (tools, tool_sched) = pass_tools(&srv, tool, "p", CHAIN)?;
+    let probe = srv.open("probe")?;
+    let inp = probe
+        .register_port("in", PortKind::Audio, PortFlags::INPUT)
+        .map_err(|e| format!("register probe:in: {e}"))?;
+    let snap = probe.snapshot();
+    let mut slots = [0u32; HOPS];
+    for (i, t) in tools.iter().enumerate() {
+        slots[i] = snap
+            .clients
+            .iter()
+            .find(|(_, n, _)| *n == t.name)
+            .map(|(s, _, _)| *s)
+            .ok_or_else(|| format!("client {} not in the graph", t.name))?;
+    }
+    slots[CHAIN] = probe.slot();
+    let log = Arc::new(HopLog {
+        recording: AtomicBool::new(false),
+        len: AtomicUsize::new(0),
+        data: (0..HOP_CYCLES * HOPS).map(|_| AtomicU64::new(NONE)).collect(),
+    });
+    let l = log.clone();
+    let pc = probe.clone();
+    probe
+        .activate(move |ps: &mut resound_client::ProcessScope| {
+            let _ = inp.audio_in(ps);
+            if !l.recording.load(Ordering::Relaxed) {
+                return Control::Continue;
+            }
+            let i = l.len.load(Ordering::Relaxed);
+            if i >= HOP_CYCLES {
+                return Control::Continue;
+            }
+            let view = pc.view();
+            let c = ps.cycle();
+            for (j, &slot) in slots.iter().enumerate() {
+                let v = view.record(slot).map_or(NONE, |r| hop_of(r, c, j == CHAIN));
+                l.data[i * HOPS + j].store(v, Ordering::Relaxed);
+            }
+            l.len.store(i + 1, Ordering::Release);
+            Control::Continue
+        })
+        .map_err(|e| format!("activate probe: {e}"))?;
+    let client_sched = probe.process_thread_sched();
+    chain(&probe, &tools, "probe:in")?;
+    let driver_sched = probe
+        .status()
+        .map(|s| s.driver_sched)
+        .unwrap_or_else(|e| format!("unknown ({e})"));
+    progress(&format!(
+        "hop latency: chain running (driver {driver_sched}, pass clients {tool_sched}, probe {client_sched}); warm-up {} s",
+        HOP_WARMUP.as_secs()
+    ));
+    std::thread::sleep(HOP_WARMUP);
+    let x0 = xruns(&probe);
+    log.recording.store(true, Ordering::Release);
+    let t0 = Instant::now();
+    let mut last_report = Instant::now();
+    loop {
+        let n = log.len.load(Ordering::Acquire);
+        if n >= HOP_CYCLES || t0.elapsed() > HOP_MAX {
+            break;
+        }
+        if last_report.elapsed() >= Duration::from_secs(3) {
+            last_report = Instant::now();
+            progress(&format!("hop latency: {n}/{HOP_CYCLES} cycles recorded"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    log.recording.store(false, Ordering::Release);
+    let x1 = xruns(&probe);
+    probe
+        .deactivate()
+        .map_err(|e| format!("deactivate probe: {e}"))?;
+    let cycles = log.len.load(Ordering::Acquire).min(HOP_CYCLES);
+    if cycles < HOP_CYCLES {
+        progress(&format!(
+            "hop latency: only {cycles} cycles recorded in {} s (server log:\n{})",
+            HOP_MAX.as_secs(),
+            srv.log_tail()
+        ));
+    }
+    let mut all = Vec::with_capacity(cycles * HOPS);
+    let mut per = vec![Vec::with_capacity(cycles); HOPS];
+    let mut dropped = 0;
+    for i in 0..cycles {
+        for (j, p) in per.iter_mut().enumerate() {
+            let v = log.data[i * HOPS + j].load(Ordering::Relaxed);
+            if v == NONE {
+                dropped += 1;
+            } else {
+                all.push(v);
+                p.push(v);
+            }
+        }
+    }
+    drop(probe);
+    drop(tools);
+    drop(srv);
+    Ok(HopResult {
+        all: stats(&mut all),
+        per_hop: per.iter_mut().map(|v| stats(v)).collect(),
+        cycles,
+        dropped,
+        xruns: x1.saturating_sub(x0),
+        driver_sched,
+        client_sched: if client_sched.starts_with("SCHED_FIFO") {
+            tool_sched
+        } else {
+            client_sched
+        },
+    })
+}
+
+// ---------------------------------------------------------------------------
+// 3. Driver CPU per cycle
+
+/// Samples `record(0).cpu_ns` once per cycle from this (non-client) thread for
+/// `dur`. The driver stores it at the end of each cycle, so it is read 3/4 of
+/// a period after the cycle began and kept only if the cycle did not change
+/// around the read.
+fn sample_driver_cpu(c: &Client, dur: Duration) -> Vec<u64> {
+    let view = c.view();
+    let h = view.header();
+    let period = h.period_ns.load(Ordering::Relaxed).max(1);
+    let Some(r0) = view.record(0) else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity((dur.as_nanos() / period as u128) as usize + 16);
+    let mut last = 0;
+    let t0 = Instant::now();
+    while t0.elapsed() < dur {
+        let (cycle, start, _, next) = view.timer();
+        if cycle == last {
+            sleep_until(next + period * 3 / 4);
+            continue;
+        }
+        sleep_until(start + period * 3 / 4);
+        let c1 = h.cycle.load(Ordering::Acquire);
+        let cpu = r0.cpu_ns.load(Ordering::Relaxed);
+        let c2 = h.cycle.load(Ordering::Acquire);
+        if c1 == cycle && c2 == cycle {
+            out.push(cpu);
+        }
+        last = cycle;
+    }
+    out
+}
+
+struct CpuResult {
+    stats: Option<Stats>,
+    xruns: u64,
+}
+
+fn driver_cpu(resoundd: &Path, tool: &Path, clients: usize) -> Res<CpuResult> {
+    progress(&format!(
+        "driver CPU: fresh resoundd with {clients} pass client(s)"
+    ));
+    let srv = Server::start(resoundd)?;
+    let (tools, _) = pass_tools(&srv, tool, "q", clients)?;
+    // Opened, never activated: not part of the graph, but maps the view.
+    let probe = srv.open("cpuprobe")?;
+    if clients > 0 {
+        chain(&probe, &tools, "system:playback_1")?;
+    }
+    std::thread::sleep(DRIVER_WARMUP);
+    let x0 = xruns(&probe);
+    let mut v = sample_driver_cpu(&probe, DRIVER_SECS);
+    let x1 = xruns(&probe);
+    drop(probe);
+    drop(tools);
+    drop(srv);
+    Ok(CpuResult {
+        stats: stats(&mut v),
+        xruns: x1.saturating_sub(x0),
+    })
+}
+
+// ---------------------------------------------------------------------------
+
+fn run() -> Res<String> {
+    let (resoundd, tool) = binaries()?;
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+
+    let raw = raw_futex()?;
+    let cpu_clock = thread_cpu_clock_cost();
+    let hop = hop_latency(&resoundd, &tool)?;
+    let mut cpu = Vec::new();
+    for n in [0, 1, 10] {
+        cpu.push((n, driver_cpu(&resoundd, &tool, n)?));
+    }
+
+    let fifo_everywhere = raw.policy.starts_with("SCHED_FIFO")
+        && hop.driver_sched.starts_with("SCHED_FIFO")
+        && hop.client_sched.starts_with("SCHED_FIFO");
+    let mut out = String::new();
+    out.push_str(&format!(
+        "resound activation benchmark ({RATE} Hz, {FRAMES} frames, sync mode, {cores} cores, policy {})\n",
+        if fifo_everywhere { "SCHED_FIFO" } else { "mixed, see below" }
+    ));
+    out.push_str(&format!(
+        "  raw ping-pong: {}; resound driver: {}; clients: {}\n",
+        raw.policy, hop.driver_sched, hop.client_sched
+    ));
+    out.push_str(&format!(
+        "{:<42}{:>10}{:>10}{:>10}  samples\n",
+        "measure", "median", "p99", "max"
+    ));
+    row(&mut out, "raw futex one-way (cross-process)", &raw.one_way);
+    row(&mut out, "raw futex round trip", &raw.round_trip);
+    row(
+        &mut out,
+        "raw futex one-way, paced 1 per period",
+        &raw.paced_one_way,
+    );
+    row(
+        &mut out,
+        &format!("resound hop signal->awake ({CHAIN}-chain)"),
+        &hop.all,
+    );
+    match (&hop.all, &raw.one_way) {
+        (Some(h), Some(r)) if r.median > 0.0 => {
+            let ratio = h.median / r.median;
+            out.push_str(&format!(
+                "  ratio hop/raw median                    {ratio:.2}x  (goal <= 1.5x: {})\n",
+                if ratio <= 1.5 { "met" } else { "NOT met" }
+            ));
+        }
+        _ => out.push_str("  ratio hop/raw median                    n/a\n"),
+    }
+    for (n, r) in &cpu {
+        let label = match n {
+            1 => "driver CPU per cycle, 1 client".to_string(),
+            n => format!("driver CPU per cycle, {n} clients"),
+        };
+        row(&mut out, &label, &r.stats);
+    }
+    out.push_str("details\n");
+    for (j, s) in hop.per_hop.iter().enumerate() {
+        let label = if j == 0 {
+            "  hop 1: driver -> p1".to_string()
+        } else if j == CHAIN {
+            format!("  hop {}: p{CHAIN} -> probe (in-process)", j + 1)
+        } else {
+            format!("  hop {}: p{j} -> p{}", j + 1, j + 1)
+        };
+        row(&mut out, &label, s);
+    }
+    out.push_str(&format!(
+        "  hop run: {} cycles, {} inconsistent samples dropped, {} xruns; driver CPU runs: xruns {}\n",
+        hop.cycles,
+        hop.dropped,
+        hop.xruns,
+        cpu.iter()
+            .map(|(n, r)| format!("{n} clients: {}", r.xruns))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    out.push_str(&format!(
+        "  CLOCK_THREAD_CPUTIME_ID read (made between wake and awake_ns stamp): {:.2} us\n",
+        cpu_clock / 1000.0
+    ));
+    Ok(out)
+}

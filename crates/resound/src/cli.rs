@@ -57,6 +57,11 @@ enum Cmd {
         /// Destination (input) port.
         dst: String,
     },
+    /// Show or change the buffer size (frames per period), as jack_bufsize.
+    Bufsize {
+        /// New size in frames.
+        frames: Option<u32>,
+    },
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
 }
@@ -119,6 +124,18 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
         Cmd::Disconnect { src, dst } => s
             .disconnect_ports(&src, &dst)
             .map_err(|e| format!("cannot disconnect {src} from {dst}: {e}"))?,
+        Cmd::Bufsize { frames } => {
+            if let Some(f) = frames {
+                s.set_buffer_size(f)
+                    .map_err(|e| format!("cannot set buffer size: {e}"))?;
+            }
+            let st = s.status().map_err(|e| e.to_string())?;
+            println!(
+                "buffer size = {} frames ({:.1} ms)",
+                st.buffer_frames,
+                st.buffer_frames as f64 * 1000.0 / st.sample_rate.max(1) as f64
+            );
+        }
         Cmd::Demo(_) => unreachable!(),
     }
     Ok(())

@@ -96,8 +96,10 @@ enum Cmd {
     },
 }
 
+/// Bad cycles and gaps remembered individually (to match them with xruns).
+const EVENT_CAP: usize = 256;
+
 /// Statistics a process callback publishes.
-#[derive(Default)]
 struct Stats {
     cycles: AtomicU64,
     ok: AtomicU64,
@@ -108,10 +110,66 @@ struct Stats {
     first_bad_cycle: AtomicU64,
     first_bad_got: AtomicU64,
     first_bad_want: AtomicU64,
+    /// Cycles of the first EVENT_CAP bad cycles and ref gaps: cycle << 1 | (1 for a gap).
+    events: Box<[AtomicU64]>,
+    n_events: AtomicU64,
     peak_bits: AtomicU64,
     sumsq_bits: AtomicU64,
     samples: AtomicU64,
     last_frame_time: AtomicU64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        let z = || AtomicU64::new(0);
+        Stats {
+            cycles: z(),
+            ok: z(),
+            silent: z(),
+            bad: z(),
+            ref_gaps: z(),
+            no_ref: z(),
+            first_bad_cycle: z(),
+            first_bad_got: z(),
+            first_bad_want: z(),
+            events: (0..EVENT_CAP).map(|_| z()).collect(),
+            n_events: z(),
+            peak_bits: z(),
+            sumsq_bits: z(),
+            samples: z(),
+            last_frame_time: z(),
+        }
+    }
+}
+
+impl Stats {
+    /// Remembers the cycle of a bad cycle or ref gap (real-time safe).
+    fn event(&self, cycle: u64, gap: bool) {
+        let i = self.n_events.fetch_add(1, Ordering::Relaxed) as usize;
+        if i < EVENT_CAP {
+            self.events[i].store(cycle << 1 | gap as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// (bad cycles, gaps) not within [x-1, x+3] of an xrun cycle x; events
+    /// past the log's capacity count as unexplained.
+    fn unexplained(&self, xruns: &[u64]) -> (u64, u64) {
+        let n = self.n_events.load(Ordering::Relaxed) as usize;
+        let (mut bad, mut gaps) = (0, 0);
+        for e in self.events.iter().take(n.min(EVENT_CAP)) {
+            let v = e.load(Ordering::Relaxed);
+            let (cycle, gap) = (v >> 1, v & 1 == 1);
+            if !xruns.iter().any(|&x| cycle + 1 >= x && cycle <= x + 3) {
+                if gap {
+                    gaps += 1
+                } else {
+                    bad += 1
+                }
+            }
+        }
+        let over = n.saturating_sub(EVENT_CAP) as u64;
+        (bad + over, gaps + over)
+    }
 }
 
 fn fmax_atomic(a: &AtomicU64, v: f64) {
@@ -164,14 +222,18 @@ fn run(cli: Cli) -> Result<(), String> {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| e.to_string())?;
     }
     let gone = Arc::new(AtomicBool::new(false));
-    let g = gone.clone();
-    let st = stop.clone();
-    client.set_notification_handler(move |_c: &Client, n: &resound_client::Event| {
-        if let resound_client::Event::Shutdown { reason } = n {
+    let xruns = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let (g, st, xr) = (gone.clone(), stop.clone(), xruns.clone());
+    client.set_notification_handler(move |_c: &Client, n: &resound_client::Event| match n {
+        resound_client::Event::Shutdown { reason } => {
             eprintln!("resound-tool: server shut down: {reason}");
             g.store(true, Ordering::Release);
             st.store(true, Ordering::Release);
         }
+        resound_client::Event::Xrun { cycle, .. } => {
+            xr.lock().unwrap_or_else(|e| e.into_inner()).push(*cycle)
+        }
+        _ => {}
     });
     let stats = Arc::new(Stats::default());
     let rate = client.sample_rate() as f32;
@@ -289,6 +351,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 if let Some(prev) = last_ref {
                     if r0 != (prev + 1) % COUNTER_MOD {
                         s.ref_gaps.fetch_add(1, Ordering::Relaxed);
+                        s.event(ps.cycle(), true);
                     }
                 }
                 last_ref = Some(r[n - 1] as u64);
@@ -314,10 +377,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
                 if good {
-                    s.ok.fetch_add(1, Ordering::Relaxed)
+                    s.ok.fetch_add(1, Ordering::Relaxed);
                 } else {
-                    s.bad.fetch_add(1, Ordering::Relaxed)
-                };
+                    s.bad.fetch_add(1, Ordering::Relaxed);
+                    s.event(ps.cycle(), false);
+                }
                 Control::Continue
             })?;
         }
@@ -385,10 +449,12 @@ fn run(cli: Cli) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(10));
         if cli.report_ms > 0 && last_report.elapsed() >= Duration::from_millis(cli.report_ms) {
             last_report = Instant::now();
-            println!("{}", report(&client, &stats, false));
+            println!("{}", report(&client, &stats, &xruns, false));
         }
     }
-    println!("{}", report(&client, &stats, true));
+    // Let xrun notifications about the last cycles arrive before judging them.
+    std::thread::sleep(Duration::from_millis(100));
+    println!("{}", report(&client, &stats, &xruns, true));
     if !gone.load(Ordering::Acquire) {
         client.close().map_err(|e| e.to_string())?;
     }
@@ -402,8 +468,15 @@ fn activate(
     client.activate(f).map_err(|e| format!("activate: {e}"))
 }
 
-fn report(client: &Client, s: &Stats, last: bool) -> serde_json::Value {
+fn report(
+    client: &Client,
+    s: &Stats,
+    xruns: &std::sync::Mutex<Vec<u64>>,
+    last: bool,
+) -> serde_json::Value {
     let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+    let xruns = xruns.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let (bad_unexplained, gaps_unexplained) = s.unexplained(&xruns);
     let samples = ld(&s.samples).max(1) as f64;
     json!({
         "event": if last { "final" } else { "report" },
@@ -413,6 +486,9 @@ fn report(client: &Client, s: &Stats, last: bool) -> serde_json::Value {
         "silent": ld(&s.silent),
         "bad": ld(&s.bad),
         "ref_gaps": ld(&s.ref_gaps),
+        "xruns_seen": xruns.len(),
+        "bad_unexplained": bad_unexplained,
+        "gaps_unexplained": gaps_unexplained,
         "no_ref": ld(&s.no_ref),
         "first_bad": {
             "cycle": ld(&s.first_bad_cycle),

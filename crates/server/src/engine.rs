@@ -258,6 +258,7 @@ impl Engine {
         h.cycle_start_ns.store(start, Ordering::Release);
         h.frame_time.store(frame_time, Ordering::Release);
         h.next_start_ns.store(next, Ordering::Release);
+        h.cycle_frames.store(frames as u32, Ordering::Release);
         h.timer_seq.fetch_add(1, Ordering::AcqRel);
         // 6. Arm and trigger.
         let tag = cycle as u32;

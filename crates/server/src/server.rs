@@ -693,6 +693,29 @@ impl Server {
                 }
                 Ok(Reply::Ok)
             }
+            Request::SetBufferSize { frames } => {
+                let h = self.view.header();
+                let max = self.view.layout().caps.max_frames;
+                if !(limits::MIN_BUFFER_FRAMES..=max).contains(&frames) {
+                    return Err(werr(
+                        ErrorCode::NotAllowed,
+                        format!(
+                            "buffer size {frames} is outside {}..={max} frames",
+                            limits::MIN_BUFFER_FRAMES
+                        ),
+                    ));
+                }
+                if h.buffer_frames.load(Ordering::Relaxed) != frames {
+                    let rate = h.sample_rate.load(Ordering::Relaxed).max(1) as u64;
+                    // The driver reads both at its next cycle start.
+                    h.period_ns
+                        .store(frames as u64 * 1_000_000_000 / rate, Ordering::Relaxed);
+                    h.buffer_frames.store(frames, Ordering::Release);
+                    info!("buffer size now {frames} frames");
+                    Self::notify(&mut st, Notification::BufferSize(frames));
+                }
+                Ok(Reply::Ok)
+            }
             Request::Status => Ok(Reply::Status(Box::new(self.status(&st)))),
             Request::ListPorts => Ok(Reply::Ports(Self::list_ports(&st.graph))),
             Request::Close => Ok(Reply::Ok),
@@ -742,7 +765,8 @@ impl Server {
 
     fn status(&self, st: &State) -> Status {
         let h = self.view.header();
-        let (cycle, start, _, _) = self.view.timer();
+        let t = self.view.timer();
+        let (cycle, start) = (t.cycle, t.start_ns);
         let period = h.period_ns.load(Ordering::Relaxed).max(1);
         let table = self.view.table(self.view.current_index());
         let rel = |t: u64, c: u64| -> u64 {
