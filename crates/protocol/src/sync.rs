@@ -74,7 +74,14 @@ pub mod switch {
         loop {
             debug_assert!(v & WRITING == 0, "two writers on one graph switch word");
             match w.compare_exchange_weak(v, v | WRITING, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return 1 - cur(v),
+                Ok(_) => {
+                    // Seqlock writer: the table stores that follow must not be
+                    // visible before this word change to a reader that then
+                    // re-checks GEN (a release CAS only orders what precedes it).
+                    // Found by the loom model (tests/loom.rs).
+                    super::fence_release();
+                    return 1 - cur(v);
+                }
                 Err(x) => v = x,
             }
         }
@@ -123,6 +130,14 @@ pub mod switch {
             }
         }
     }
+}
+
+#[inline]
+fn fence_release() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(Ordering::Release);
+    #[cfg(not(loom))]
+    std::sync::atomic::fence(Ordering::Release);
 }
 
 #[inline]

@@ -114,6 +114,8 @@ pub struct EngineShared {
     pub running: AtomicBool,
     /// Scheduling the driver thread got ("SCHED_FIFO 10", or the fallback).
     pub sched: std::sync::Mutex<String>,
+    /// Events lost because the ring to the control side was full.
+    pub dropped_events: std::sync::atomic::AtomicU64,
 }
 
 /// The driver loop. Owns the device; reports through `events`.
@@ -128,8 +130,6 @@ pub struct Engine {
     playback: Vec<(u32, usize)>,
     /// Table and cycle of the previous cycle, for the look-back.
     prev: Option<(usize, u64)>,
-    /// Recent late counts per slot (to rate-limit nothing on the RT side; counted here).
-    dropped_events: u64,
 }
 
 impl Engine {
@@ -162,13 +162,14 @@ impl Engine {
                 .map(|(i, p)| (p, i))
                 .collect(),
             prev: None,
-            dropped_events: 0,
         }
     }
 
     fn emit(&mut self, e: RtEvent) {
         if self.events.push(e).is_err() {
-            self.dropped_events += 1;
+            // The control side is not draining (it runs every few ms, so this
+            // means it is stalled); count what is lost instead of blocking.
+            self.shared.dropped_events.fetch_add(1, Ordering::Relaxed);
         }
     }
 

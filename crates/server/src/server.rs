@@ -143,6 +143,7 @@ impl Server {
             stop: AtomicBool::new(false),
             running: AtomicBool::new(false),
             sched: Mutex::new(String::new()),
+            dropped_events: AtomicU64::new(0),
         });
         let server = Arc::new(Server {
             name,
@@ -886,6 +887,10 @@ impl Server {
                 }
             }
             if window.elapsed() >= Duration::from_secs(1) {
+                let lost = self.engine.dropped_events.swap(0, Ordering::Relaxed);
+                if lost > 0 {
+                    warn!("{lost} driver event(s) lost: the event ring was full");
+                }
                 if suppressed > 0 {
                     warn!("{suppressed} more xrun(s) in the last second");
                 }
