@@ -14,7 +14,7 @@
 //! (`cargo build --release --bins -p resound`). Every child process and
 //! server is stopped by a drop guard, on error paths too.
 
-use resound_client::{Client, ControlSession, Control, OpenOptions, PortFlags, PortKind};
+use resound_client::{Client, Control, ControlSession, OpenOptions, PortFlags, PortKind};
 use resound_protocol::shm::ActivationRecord;
 use resound_protocol::sync::futex::{bump_and_wake, wait_changed, Wait};
 use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
@@ -167,6 +167,8 @@ fn die_with_parent(cmd: &mut Command, sig: libc::c_int) {
 #[repr(C, align(64))]
 struct Line {
     word: AtomicU32,
+    /// CPU the writer ran on (sched_getcpu), read after the stamp.
+    cpu: AtomicU32,
     ns: AtomicU64,
 }
 
@@ -232,10 +234,7 @@ fn memfd_page() -> Res<OwnedFd> {
     // SAFETY: a valid NUL-terminated name and valid flags.
     let fd = unsafe { libc::memfd_create(c"resound-bench-futex".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
-        return Err(format!(
-            "memfd_create: {}",
-            std::io::Error::last_os_error()
-        ));
+        return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
     }
     // SAFETY: fd was just returned by memfd_create and nothing else owns it.
     let fd = unsafe { OwnedFd::from_raw_fd(fd) };
@@ -285,6 +284,7 @@ fn child_main(fd: &str) -> i32 {
             return 0;
         }
         p.pong.ns.store(t, Ordering::Relaxed);
+        p.pong.cpu.store(current_cpu(), Ordering::Relaxed);
         // The Release in the bump publishes the stamp.
         bump_and_wake(&p.pong.word);
     }
@@ -306,20 +306,49 @@ struct RawResult {
     policy: String,
     one_way: Option<Stats>,
     round_trip: Option<Stats>,
+    wake_call: Option<Stats>,
+    waker_cpu: Option<Stats>,
+    same_cpu: Option<Stats>,
+    other_cpu: Option<Stats>,
     paced_one_way: Option<Stats>,
+    paced_wake_call: Option<Stats>,
+    paced_same_cpu: Option<Stats>,
+    paced_other_cpu: Option<Stats>,
+}
+
+/// CPU the calling thread runs on.
+fn current_cpu() -> u32 {
+    // SAFETY: sched_getcpu has no preconditions (vDSO call).
+    unsafe { libc::sched_getcpu() }.max(0) as u32
+}
+
+/// Samples of one ping-pong run (ns).
+#[derive(Default)]
+struct PingSamples {
+    /// B's wake stamp - A's stamp before the wake.
+    one_way: Vec<u64>,
+    /// A's stamp after B's answer woke it - A's stamp before its wake.
+    round_trip: Vec<u64>,
+    /// Duration of A's bump_and_wake call (the FUTEX_WAKE syscall).
+    wake_call: Vec<u64>,
+    /// A's thread CPU time per round trip (one wake, one wait, one wake-up).
+    waker_cpu: Vec<u64>,
+    /// One-way samples where B woke on the CPU A ran on / on the other one.
+    same_cpu: Vec<u64>,
+    other_cpu: Vec<u64>,
 }
 
 /// Parent side (process A): `n` pings after `warmup`, optionally paced one per
 /// `pace_ns` on absolute deadlines (as the driver sleeps between cycles).
-/// Returns (one-way, round-trip) samples in ns.
-fn ping_pong(
-    p: &PingPage,
-    warmup: usize,
-    n: usize,
-    pace_ns: Option<u64>,
-) -> Res<(Vec<u64>, Vec<u64>)> {
-    let mut one = Vec::with_capacity(n);
-    let mut rtt = Vec::with_capacity(n);
+fn ping_pong(p: &PingPage, warmup: usize, n: usize, pace_ns: Option<u64>) -> Res<PingSamples> {
+    let mut s = PingSamples {
+        one_way: Vec::with_capacity(n),
+        round_trip: Vec::with_capacity(n),
+        wake_call: Vec::with_capacity(n),
+        waker_cpu: Vec::with_capacity(n),
+        same_cpu: Vec::with_capacity(n),
+        other_cpu: Vec::with_capacity(n),
+    };
     let mut pong_seen = p.pong.word.load(Ordering::Acquire);
     let mut next = monotonic_ns();
     for i in 0..warmup + n {
@@ -327,95 +356,164 @@ fn ping_pong(
             next += pace;
             sleep_until(next);
         }
+        let cpu0 = thread_cpu_ns();
+        let my_cpu = current_cpu();
         let t0 = monotonic_ns();
         p.ping.ns.store(t0, Ordering::Relaxed);
         bump_and_wake(&p.ping.word);
+        let t_ret = monotonic_ns();
         match wait_changed(&p.pong.word, pong_seen, Some(t0 + 1_000_000_000)) {
             Wait::Changed(v) => pong_seen = v,
             Wait::TimedOut => return Err("the ping-pong child stopped answering".into()),
         }
         let t2 = monotonic_ns();
+        let cpu1 = thread_cpu_ns();
         // Acquire through the word's load in wait_changed: the child stored
-        // the stamp before its Release bump.
+        // the stamp and its CPU before its Release bump.
         let t1 = p.pong.ns.load(Ordering::Relaxed);
+        let b_cpu = p.pong.cpu.load(Ordering::Relaxed);
         if i >= warmup {
-            one.push(t1.saturating_sub(t0));
-            rtt.push(t2.saturating_sub(t0));
+            let one = t1.saturating_sub(t0);
+            s.one_way.push(one);
+            s.round_trip.push(t2.saturating_sub(t0));
+            s.wake_call.push(t_ret.saturating_sub(t0));
+            s.waker_cpu.push(cpu1.saturating_sub(cpu0));
+            if b_cpu == my_cpu {
+                s.same_cpu.push(one);
+            } else {
+                s.other_cpu.push(one);
+            }
         }
     }
-    Ok((one, rtt))
+    Ok(s)
 }
 
-fn raw_futex() -> Res<RawResult> {
-    let fd = memfd_page()?;
-    let shm = Shm::map(&fd)?;
-    let p = shm.page();
-    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let raw = fd.as_raw_fd();
-    let mut cmd = Command::new(exe);
-    cmd.env(CHILD_ENV, raw.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
-    // SAFETY: runs in the forked child before exec and only calls fcntl(2),
-    // async-signal-safe, on the fd number copied into the closure: it clears
-    // FD_CLOEXEC so that this one fd (and no other) survives the exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
+impl PingSamples {
+    fn append(&mut self, mut o: PingSamples) {
+        self.one_way.append(&mut o.one_way);
+        self.round_trip.append(&mut o.round_trip);
+        self.wake_call.append(&mut o.wake_call);
+        self.waker_cpu.append(&mut o.waker_cpu);
+        self.same_cpu.append(&mut o.same_cpu);
+        self.other_cpu.append(&mut o.other_cpu);
     }
-    die_with_parent(&mut cmd, libc::SIGKILL);
-    let child = cmd
-        .spawn()
-        .map_err(|e| format!("re-executing the bench as ping-pong child: {e}"))?;
-    let _guard = PingChild { child };
-    drop(fd);
-    // The child bumps `pong` once when it is ready.
-    if wait_changed(&p.pong.word, 0, Some(monotonic_ns() + 10_000_000_000)) == Wait::TimedOut {
-        return Err("the ping-pong child did not start".into());
-    }
-    let child_fifo = p.child_policy.load(Ordering::Relaxed) == 1;
+}
 
-    let r = std::thread::scope(|s| {
-        s.spawn(|| -> Res<_> {
-            let fifo = resound_protocol::rt::set_fifo(RAW_PRIO).is_ok();
-            let policy = match (fifo, child_fifo) {
-                (true, true) => format!("SCHED_FIFO {RAW_PRIO} (both processes)"),
-                (a, b) => format!(
-                    "SCHED_OTHER: SCHED_FIFO refused for {}",
-                    match (a, b) {
-                        (false, false) => "both processes",
-                        (false, true) => "the waker",
-                        _ => "the woken process",
-                    }
-                ),
-            };
-            progress(&format!(
-                "raw futex: {RAW_SAMPLES} back-to-back ping-pongs, {policy}"
-            ));
-            let (one, rtt) = ping_pong(p, RAW_WARMUP, RAW_SAMPLES, None)?;
-            progress(&format!(
-                "raw futex: {RAW_PACED_SAMPLES} ping-pongs paced one per period ({:.2} ms)",
-                PERIOD_NS as f64 / 1e6
-            ));
-            let (paced, _) = ping_pong(p, 50, RAW_PACED_SAMPLES, Some(PERIOD_NS))?;
-            Ok((policy, one, rtt, paced))
+/// The ping-pong child process and the page shared with it. Run in two
+/// halves (before and after the resound measurement) so that slow drift of a
+/// noisy machine affects both sides of the comparison alike.
+struct RawBench {
+    shm: Shm,
+    _child: PingChild,
+    child_fifo: bool,
+    policy: String,
+    tight: PingSamples,
+    paced: PingSamples,
+}
+
+impl RawBench {
+    fn start() -> Res<RawBench> {
+        let fd = memfd_page()?;
+        let shm = Shm::map(&fd)?;
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let raw = fd.as_raw_fd();
+        let mut cmd = Command::new(exe);
+        cmd.env(CHILD_ENV, raw.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        // SAFETY: runs in the forked child before exec and only calls fcntl(2),
+        // async-signal-safe, on the fd number copied into the closure: it clears
+        // FD_CLOEXEC so that this one fd (and no other) survives the exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(raw, libc::F_SETFD, 0) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        die_with_parent(&mut cmd, libc::SIGKILL);
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("re-executing the bench as ping-pong child: {e}"))?;
+        let child = PingChild { child };
+        drop(fd);
+        let p = shm.page();
+        // The child bumps `pong` once when it is ready.
+        if wait_changed(&p.pong.word, 0, Some(monotonic_ns() + 10_000_000_000)) == Wait::TimedOut {
+            return Err("the ping-pong child did not start".into());
+        }
+        let child_fifo = p.child_policy.load(Ordering::Relaxed) == 1;
+        Ok(RawBench {
+            shm,
+            _child: child,
+            child_fifo,
+            policy: String::new(),
+            tight: PingSamples::default(),
+            paced: PingSamples::default(),
         })
-        .join()
-        .map_err(|_| "ping-pong thread panicked".to_string())?
-    });
-    p.quit.store(1, Ordering::Release);
-    bump_and_wake(&p.ping.word);
-    let (policy, mut one, mut rtt, mut paced) = r?;
-    Ok(RawResult {
-        policy,
-        one_way: stats(&mut one),
-        round_trip: stats(&mut rtt),
-        paced_one_way: stats(&mut paced),
-    })
+    }
+
+    /// One half: `tight` back-to-back and `paced` period-paced ping-pongs,
+    /// from a fresh SCHED_FIFO thread (the main thread stays SCHED_OTHER).
+    fn run(&mut self, half: &str, tight: usize, paced: usize) -> Res<()> {
+        let p = self.shm.page();
+        let child_fifo = self.child_fifo;
+        let (policy, t, pc) = std::thread::scope(|s| {
+            s.spawn(|| -> Res<_> {
+                let fifo = resound_protocol::rt::set_fifo(RAW_PRIO).is_ok();
+                let policy = match (fifo, child_fifo) {
+                    (true, true) => format!("SCHED_FIFO {RAW_PRIO} (both processes)"),
+                    (a, b) => format!(
+                        "SCHED_OTHER: SCHED_FIFO refused for {}",
+                        match (a, b) {
+                            (false, false) => "both processes",
+                            (false, true) => "the waker",
+                            _ => "the woken process",
+                        }
+                    ),
+                };
+                progress(&format!(
+                    "raw futex ({half}): {tight} back-to-back and {paced} period-paced ping-pongs, {policy}"
+                ));
+                let t = ping_pong(p, RAW_WARMUP, tight, None)?;
+                let pc = ping_pong(p, 50, paced, Some(PERIOD_NS))?;
+                Ok((policy, t, pc))
+            })
+            .join()
+            .map_err(|_| "ping-pong thread panicked".to_string())?
+        })?;
+        self.policy = policy;
+        self.tight.append(t);
+        self.paced.append(pc);
+        Ok(())
+    }
+
+    fn result(mut self) -> RawResult {
+        let (t, p) = (&mut self.tight, &mut self.paced);
+        RawResult {
+            policy: std::mem::take(&mut self.policy),
+            one_way: stats(&mut t.one_way),
+            round_trip: stats(&mut t.round_trip),
+            wake_call: stats(&mut t.wake_call),
+            waker_cpu: stats(&mut t.waker_cpu),
+            same_cpu: stats(&mut t.same_cpu),
+            other_cpu: stats(&mut t.other_cpu),
+            paced_one_way: stats(&mut p.one_way),
+            paced_wake_call: stats(&mut p.wake_call),
+            paced_same_cpu: stats(&mut p.same_cpu),
+            paced_other_cpu: stats(&mut p.other_cpu),
+        }
+    }
+}
+
+impl Drop for RawBench {
+    fn drop(&mut self) {
+        let p = self.shm.page();
+        p.quit.store(1, Ordering::Release);
+        bump_and_wake(&p.ping.word);
+        // `_child` is then killed and reaped by its own guard.
+    }
 }
 
 /// Mean cost of one CLOCK_THREAD_CPUTIME_ID read (ns): resound's process
@@ -595,11 +693,8 @@ impl Tool {
     fn wait_ready(&mut self) -> Res<String> {
         let t0 = Instant::now();
         loop {
-            if let Some((name, sched)) = self
-                .ready
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone()
+            if let Some((name, sched)) =
+                self.ready.lock().unwrap_or_else(|e| e.into_inner()).clone()
             {
                 if name != self.name {
                     return Err(format!("tool {} got the name {name}", self.name));
@@ -607,7 +702,10 @@ impl Tool {
                 return Ok(sched);
             }
             if let Ok(Some(st)) = self.child.try_wait() {
-                return Err(format!("tool {} exited before it was ready: {st}", self.name));
+                return Err(format!(
+                    "tool {} exited before it was ready: {st}",
+                    self.name
+                ));
             }
             if t0.elapsed() > Duration::from_secs(10) {
                 return Err(format!("tool {} not ready within 10 s", self.name));
@@ -717,7 +815,9 @@ fn hop_latency(resoundd: &Path, tool: &Path) -> Res<HopResult> {
     let log = Arc::new(HopLog {
         recording: AtomicBool::new(false),
         len: AtomicUsize::new(0),
-        data: (0..HOP_CYCLES * HOPS).map(|_| AtomicU64::new(NONE)).collect(),
+        data: (0..HOP_CYCLES * HOPS)
+            .map(|_| AtomicU64::new(NONE))
+            .collect(),
     });
     let l = log.clone();
     let pc = probe.clone();
@@ -781,7 +881,7 @@ fn hop_latency(resoundd: &Path, tool: &Path) -> Res<HopResult> {
         ));
     }
     let mut all = Vec::with_capacity(cycles * HOPS);
-    let mut per = vec![Vec::with_capacity(cycles); HOPS];
+    let mut per: Vec<Vec<u64>> = (0..HOPS).map(|_| Vec::with_capacity(cycles)).collect();
     let mut dropped = 0;
     for i in 0..cycles {
         for (j, p) in per.iter_mut().enumerate() {
@@ -830,12 +930,13 @@ fn sample_driver_cpu(c: &Client, dur: Duration) -> Vec<u64> {
     let mut last = 0;
     let t0 = Instant::now();
     while t0.elapsed() < dur {
-        let (cycle, start, _, next) = view.timer();
+        let t = view.timer();
+        let cycle = t.cycle;
         if cycle == last {
-            sleep_until(next + period * 3 / 4);
+            sleep_until(t.next_start_ns + period * 3 / 4);
             continue;
         }
-        sleep_until(start + period * 3 / 4);
+        sleep_until(t.start_ns + period * 3 / 4);
         let c1 = h.cycle.load(Ordering::Acquire);
         let cpu = r0.cpu_ns.load(Ordering::Relaxed);
         let c2 = h.cycle.load(Ordering::Acquire);
@@ -882,9 +983,12 @@ fn run() -> Res<String> {
     let (resoundd, tool) = binaries()?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
 
-    let raw = raw_futex()?;
-    let cpu_clock = thread_cpu_clock_cost();
+    let mut raw = RawBench::start()?;
+    raw.run("1st half", RAW_SAMPLES / 2, RAW_PACED_SAMPLES / 2)?;
     let hop = hop_latency(&resoundd, &tool)?;
+    raw.run("2nd half", RAW_SAMPLES / 2, RAW_PACED_SAMPLES / 2)?;
+    let raw = raw.result();
+    let cpu_clock = thread_cpu_clock_cost();
     let mut cpu = Vec::new();
     for n in [0, 1, 10] {
         cpu.push((n, driver_cpu(&resoundd, &tool, n)?));
@@ -936,6 +1040,41 @@ fn run() -> Res<String> {
         row(&mut out, &label, &r.stats);
     }
     out.push_str("details\n");
+    if raw.same_cpu.is_some() || raw.paced_same_cpu.is_some() {
+        row(
+            &mut out,
+            "  raw one-way, woken on the waker's CPU",
+            &raw.same_cpu,
+        );
+        row(
+            &mut out,
+            "  raw one-way, woken on the other CPU",
+            &raw.other_cpu,
+        );
+        row(
+            &mut out,
+            "  paced one-way, on the waker's CPU",
+            &raw.paced_same_cpu,
+        );
+        row(
+            &mut out,
+            "  paced one-way, on the other CPU",
+            &raw.paced_other_cpu,
+        );
+    } else {
+        out.push_str("  raw: every wake-up ran on the other CPU than its waker\n");
+    }
+    row(
+        &mut out,
+        "  raw FUTEX_WAKE call (waker side)",
+        &raw.wake_call,
+    );
+    row(&mut out, "  raw waker CPU per round trip", &raw.waker_cpu);
+    row(
+        &mut out,
+        "  paced FUTEX_WAKE call (waker side)",
+        &raw.paced_wake_call,
+    );
     for (j, s) in hop.per_hop.iter().enumerate() {
         let label = if j == 0 {
             "  hop 1: driver -> p1".to_string()
