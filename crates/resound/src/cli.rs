@@ -62,6 +62,8 @@ enum Cmd {
         /// New size in frames.
         frames: Option<u32>,
     },
+    /// Run the seeds' reservation experiment (10 load clients + a competing periodic real-time task) under each policy.
+    Experiment(crate::experiment::ExperimentArgs),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
 }
@@ -71,6 +73,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let cli = Cli::parse_from(argv);
     let r = match cli.cmd {
         Cmd::Demo(a) => crate::demo::run(a),
+        Cmd::Experiment(a) => crate::experiment::run(a),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {
@@ -136,7 +139,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
                 st.buffer_frames as f64 * 1000.0 / st.sample_rate.max(1) as f64
             );
         }
-        Cmd::Demo(_) => unreachable!(),
+        Cmd::Demo(_) | Cmd::Experiment(_) => unreachable!(),
     }
     Ok(())
 }

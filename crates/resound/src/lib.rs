@@ -7,4 +7,6 @@
 
 pub mod cli;
 pub mod demo;
+pub mod experiment;
+pub mod rtapp;
 pub mod tools;

@@ -184,8 +184,7 @@ fn fadd_atomic(a: &AtomicU64, v: f64) {
     a.store((cur + v).to_bits(), Ordering::Relaxed);
 }
 
-/// Entry point of the binary.
-pub fn main(argv: Vec<String>) -> i32 {
+fn client_main(argv: Vec<String>) -> i32 {
     let cli = Cli::parse_from(argv);
     match run(cli) {
         Ok(()) => 0,
