@@ -184,6 +184,28 @@ fn fadd_atomic(a: &AtomicU64, v: f64) {
     a.store((cur + v).to_bits(), Ordering::Relaxed);
 }
 
+/// Entry point of the binary.
+pub fn main(argv: Vec<String>) -> i32 {
+    // `rtapp` is not a client: it runs without a server connection.
+    if argv.get(1).map(String::as_str) == Some("rtapp") {
+        #[derive(Parser)]
+        struct RtappCli {
+            #[command(flatten)]
+            args: crate::rtapp::RtappArgs,
+        }
+        let argv =
+            std::iter::once("resound-tool rtapp".to_string()).chain(argv.into_iter().skip(2));
+        return match crate::rtapp::run(RtappCli::parse_from(argv).args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("resound-tool rtapp: {e}");
+                1
+            }
+        };
+    }
+    client_main(argv)
+}
+
 fn client_main(argv: Vec<String>) -> i32 {
     let cli = Cli::parse_from(argv);
     match run(cli) {
