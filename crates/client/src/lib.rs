@@ -856,6 +856,8 @@ fn process_thread(
             break;
         }
     }
+    // Leave any reservation the server gave this thread, ourselves, while running.
+    let _ = resound_protocol::rt::set_other();
 }
 
 /// A port in a [`Snapshot`].

@@ -44,3 +44,18 @@ pub fn policy_of(tid: i32) -> String {
 pub fn gettid() -> i32 {
     rustix::thread::gettid().as_raw_nonzero().get()
 }
+
+/// Returns the calling thread to SCHED_OTHER. A thread under SCHED_DEADLINE
+/// should leave its reservation this way, itself and while running: resetting
+/// a *sleeping* deadline thread from another thread can leak the kernel's
+/// admission bandwidth.
+pub fn set_other() -> io::Result<()> {
+    let p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as in set_fifo; pid 0 is the calling thread.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_OTHER, &p) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

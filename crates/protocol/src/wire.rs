@@ -322,6 +322,43 @@ pub struct Status {
     pub driver_cpu_ns: u64,
     /// Every client.
     pub clients: Vec<ClientStatus>,
+    /// Scheduling mode of the graph's real-time threads ("deadline (feedback)", "fifo 10", ...).
+    pub sched: String,
+    /// Bandwidth admitted by the server's ledger (CPUs).
+    pub ledger_used: f64,
+    /// Bandwidth the ledger may admit (CPUs).
+    pub ledger_capacity: f64,
+    /// One entry per real-time thread of the graph (driver first).
+    pub reservations: Vec<ReservationStatus>,
+}
+
+/// One real-time thread of the graph and its scheduling.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReservationStatus {
+    /// "driver" or the client's name.
+    pub name: String,
+    /// Slot (0 = driver).
+    pub slot: u32,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Policy as set ("SCHED_DEADLINE", "SCHED_FIFO", "SCHED_OTHER").
+    pub policy: String,
+    /// Reservation period (ns; 0 without a reservation).
+    pub period_ns: u64,
+    /// Budget set: runtime per period (ns).
+    pub budget_ns: u64,
+    /// Relative deadline set (ns).
+    pub deadline_ns: u64,
+    /// The predictor's last prediction scaled to the period, before overprovisioning (ns).
+    pub predicted_ns: u64,
+    /// CPU time the thread used in its last cycle (ns).
+    pub used_ns: u64,
+    /// Cycles in which it used its whole per-cycle budget (was, or would have been, throttled).
+    pub throttles: u64,
+    /// Xruns attributed to it.
+    pub xruns: u64,
+    /// sched_setattr calls made for it.
+    pub updates: u64,
 }
 
 /// One client in a [`Status`].

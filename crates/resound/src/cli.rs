@@ -57,6 +57,8 @@ enum Cmd {
         /// Destination (input) port.
         dst: String,
     },
+    /// Put threads under a SCHED_DEADLINE reservation (chrt has no reclaim flag), or take them off it.
+    Reserve(ReserveArgs),
     /// Show or change the buffer size (frames per period), as jack_bufsize.
     Bufsize {
         /// New size in frames.
@@ -74,6 +76,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let r = match cli.cmd {
         Cmd::Demo(a) => crate::demo::run(a),
         Cmd::Experiment(a) => crate::experiment::run(a),
+        Cmd::Reserve(a) => reserve(a),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {
@@ -82,6 +85,122 @@ pub fn main(argv: Vec<String>) -> i32 {
             eprintln!("resound: {e}");
             1
         }
+    }
+}
+
+/// Options of `resound reserve`.
+#[derive(Debug, clap::Args)]
+pub struct ReserveArgs {
+    /// Budget per period (microseconds).
+    #[arg(long, required_unless_present = "off")]
+    runtime: Option<u64>,
+    /// Reservation period (microseconds).
+    #[arg(long, required_unless_present = "off")]
+    period: Option<u64>,
+    /// Relative deadline (microseconds, default: the period).
+    #[arg(long)]
+    deadline: Option<u64>,
+    /// GRUB reclaiming (SCHED_FLAG_RECLAIM).
+    #[arg(long)]
+    reclaim: bool,
+    /// Remove the reservation (back to SCHED_OTHER).
+    #[arg(long, conflicts_with_all = ["runtime", "period", "deadline", "reclaim"])]
+    off: bool,
+    /// Thread ids, or process ids (all their threads).
+    #[arg(required = true)]
+    ids: Vec<i32>,
+}
+
+/// The threads an id names: all threads of a process, or the one thread.
+fn threads_of(id: i32) -> Result<Vec<i32>, String> {
+    let status = std::fs::read_to_string(format!("/proc/{id}/status"))
+        .map_err(|_| format!("no process or thread with id {id}"))?;
+    let tgid: i32 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| format!("cannot read /proc/{id}/status"))?;
+    if tgid != id {
+        return Ok(vec![id]);
+    }
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{id}/task"))
+        .map_err(|e| format!("/proc/{id}/task: {e}"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+fn reserve(a: ReserveArgs) -> Result<(), String> {
+    use resound_sched::{Policy, SchedErrorKind};
+    let policy = if a.off {
+        Policy::Other
+    } else {
+        let (r, p) = (a.runtime.unwrap_or(0), a.period.unwrap_or(0));
+        let d = a.deadline.unwrap_or(p);
+        if r == 0 || r > d || d > p {
+            return Err(format!(
+                "need 0 < runtime ({r} us) <= deadline ({d} us) <= period ({p} us)"
+            ));
+        }
+        Policy::Deadline {
+            runtime_ns: r * 1000,
+            deadline_ns: d * 1000,
+            period_ns: p * 1000,
+            reclaim: a.reclaim,
+        }
+    };
+    let mut failed = 0;
+    for id in &a.ids {
+        for tid in threads_of(*id)? {
+            let r = if a.off {
+                // Shrink first, then leave: resetting a sleeping deadline thread from
+                // another thread can leak admission bandwidth, a minimal one leaks little.
+                if let Ok(Policy::Deadline {
+                    period_ns,
+                    deadline_ns,
+                    reclaim,
+                    ..
+                }) = resound_sched::current(tid)
+                {
+                    let min = Policy::Deadline {
+                        runtime_ns: 1024.max(period_ns / 1000),
+                        deadline_ns,
+                        period_ns,
+                        reclaim,
+                    };
+                    let _ = resound_sched::apply(tid, &min);
+                }
+                resound_sched::apply(tid, &Policy::Other)
+            } else {
+                resound_sched::apply(tid, &policy)
+            };
+            match r {
+                Ok(()) => println!(
+                    "thread {tid}: {}",
+                    resound_sched::current(tid)
+                        .map(|p| p.describe())
+                        .unwrap_or_else(|e| e.to_string())
+                ),
+                Err(e) => {
+                    failed += 1;
+                    let hint = match e.kind {
+                        SchedErrorKind::Busy => format!(
+                            " (the kernel refused {:.3} CPU: not enough free admission bandwidth)",
+                            policy.bandwidth()
+                        ),
+                        SchedErrorKind::Permission => " (needs root or CAP_SYS_NICE)".to_string(),
+                        _ => String::new(),
+                    };
+                    eprintln!("resound: thread {tid}: {e}{hint}");
+                }
+            }
+        }
+    }
+    if failed > 0 {
+        Err(format!("{failed} thread(s) could not be changed"))
+    } else {
+        Ok(())
     }
 }
 
@@ -139,7 +258,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
                 st.buffer_frames as f64 * 1000.0 / st.sample_rate.max(1) as f64
             );
         }
-        Cmd::Demo(_) | Cmd::Experiment(_) => unreachable!(),
+        Cmd::Demo(_) | Cmd::Experiment(_) | Cmd::Reserve(_) => unreachable!(),
     }
     Ok(())
 }
@@ -192,6 +311,45 @@ pub fn format_status(st: &Status) -> String {
             );
         }
         o += "(times of each client's last completed cycle, relative to that cycle's start)\n";
+    }
+    if !st.reservations.is_empty() {
+        o += &format!("\nscheduling    {}\n", st.sched);
+        if st.ledger_capacity > 0.0 {
+            o += &format!(
+                "ledger        {:.3} of {:.3} CPU reserved\n",
+                st.ledger_used, st.ledger_capacity
+            );
+        }
+        o += &format!(
+            "\n{:<24} {:>7} {:<15} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6}\n",
+            "thread",
+            "tid",
+            "policy",
+            "period us",
+            "budget us",
+            "predict",
+            "used us",
+            "deadline",
+            "throttles",
+            "xruns"
+        );
+        for r in &st.reservations {
+            let dl = r.policy == "SCHED_DEADLINE";
+            let f = |ns: u64| if dl { us(ns) } else { "-".into() };
+            o += &format!(
+                "{:<24} {:>7} {:<15} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6}\n",
+                r.name,
+                r.tid,
+                r.policy,
+                f(r.period_ns),
+                f(r.budget_ns),
+                f(r.predicted_ns),
+                us(r.used_ns),
+                f(r.deadline_ns),
+                r.throttles,
+                r.xruns
+            );
+        }
     }
     o
 }

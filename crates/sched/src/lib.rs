@@ -1,1 +1,52 @@
-//! placeholder (being written)
+//! resound scheduling: policies, reservations, the feedback budget
+//! controller and its predictor, admission bookkeeping.
+//!
+//! What it owns, and where each part runs:
+//!
+//! | module | owns | threads |
+//! |---|---|---|
+//! | [`policy`] | [`Policy`] (SCHED_OTHER / FIFO / DEADLINE), the `sched_attr` layout, [`apply`] / [`current`] / [`drop_own_reservation`] by kernel TID, the permission probes | any thread; `apply`, `current`, `drop_own_reservation` are real-time safe on success (one syscall); the probes spawn a helper thread once (start-up only) |
+//! | [`predictor`] | [`Predictor`]: moving-window percentile of per-cycle CPU time (thesis 3.4.4) | driver thread; allocates only in `new` |
+//! | [`controller`] | [`Controller`]: per reserved thread, turns the CPU-time trace into SCHED_DEADLINE budgets (-F/-I/-D, min/max clamps, flush + bump on new clients and xruns, change threshold) | driver thread, at cycle begin; allocates only in `new`, makes no syscalls |
+//! | [`ledger`] | [`Ledger`]: our own record of admitted bandwidth per thread, and the system capacity | built on the control thread; `reserve`/`release`/`get` on the driver thread, without allocation |
+//! | [`deadlines`] | [`critical_path_deadlines`]: per-node relative deadlines from the graph's critical path | control thread (pure, allocates) |
+//!
+//! The controller decides, the caller applies: a typical cycle begin on the
+//! driver thread is
+//!
+//! ```no_run
+//! use resound_sched::{apply, Controller, ControllerConfig, Ledger};
+//! let mut ctl = Controller::new(ControllerConfig::default());
+//! let mut ledger = Ledger::from_system();
+//! let tid = 1234; // the reserved thread
+//! let used_ns = 180_000; // its CPU time in the last cycle
+//! if let Some(r) = ctl.cycle_begin(used_ns) {
+//!     if ledger.reserve(tid, r.bandwidth()).is_ok() {
+//!         let _ = apply(tid, &r.policy(false));
+//!     }
+//! }
+//! ```
+//!
+//! Kernel facts this crate is written around (measured by
+//! `cargo run -p resound-sched --release --example kernel_pitfalls`):
+//! admission capacity is 0.95 per CPU minus the fair server; a deadline
+//! thread cannot create threads without `SCHED_FLAG_RESET_ON_FORK` (always
+//! set by [`apply`]); a thread should leave its reservation itself, while
+//! running ([`drop_own_reservation`]); overruns are enforced at tick
+//! granularity; a throttled thread keeps its old deadline across a budget
+//! change.
+
+pub mod controller;
+pub mod deadlines;
+pub mod ledger;
+pub mod policy;
+pub mod predictor;
+
+pub use controller::{Controller, ControllerConfig, Reservation};
+pub use deadlines::critical_path_deadlines;
+pub use ledger::{AdmissionError, Ledger};
+pub use policy::{
+    apply, current, deadline_permitted, drop_own_reservation, fifo_permitted, Policy, SchedError,
+    SchedErrorKind,
+};
+pub use predictor::Predictor;

@@ -34,6 +34,36 @@ pub struct ServerArgs {
     /// SCHED_FIFO priority of the driver thread; clients get one less.
     #[arg(short = 'P', long = "realtime-priority", default_value_t = 10, value_parser = clap::value_parser!(i32).range(2..=99))]
     pub priority: i32,
+    /// Scheduling of the graph's real-time threads (driver and client process threads):
+    /// deadline (SCHED_DEADLINE reservations with feedback-controlled budgets), fifo (SCHED_FIFO at -P), other.
+    /// Where deadline is not permitted the server says so and falls back to fifo, then other.
+    #[arg(long = "sched", value_enum, default_value_t = SchedChoice::Deadline)]
+    pub sched: SchedChoice,
+    /// GRUB reclaiming (SCHED_FLAG_RECLAIM): reservations may use bandwidth others leave unused.
+    #[arg(long)]
+    pub reclaim: bool,
+    /// Disable the feedback: every reservation gets PCT % of its period (changes only with the buffer size).
+    #[arg(long = "fixed-budget", value_name = "PCT", value_parser = pct_parser)]
+    pub fixed_budget: Option<f64>,
+    /// Budget = prediction x (1 + PCT/100) (the thesis's -I).
+    #[arg(long = "overprovision", value_name = "PCT", default_value_t = 10.0, value_parser = pct_parser)]
+    pub overprovision: f64,
+    /// Reservation period = N audio periods, budget scaled alike (the thesis's -D).
+    #[arg(long = "period-multiplier", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub period_multiplier: u32,
+    /// Percentile of the predictor's window used as the prediction.
+    #[arg(long = "percentile", value_name = "P", default_value_t = 99.0, value_parser = pct_parser)]
+    pub percentile: f64,
+    /// Predictor window, in cycles.
+    #[arg(long = "window", value_name = "CYCLES", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10000))]
+    pub window: u64,
+    /// Total bandwidth (in CPUs, e.g. 0.8) the server may reserve for the graph; also capped by the kernel's admission limit.
+    #[arg(long = "max-bandwidth", value_name = "F", default_value_t = 1.0)]
+    pub max_bandwidth: f64,
+    /// Relative deadlines: `period` (deadline = reservation period) or `critical-path`
+    /// (each client's deadline leaves room for the work before and after it in the cycle).
+    #[arg(long = "deadlines", value_enum, default_value_t = DeadlineChoice::Period)]
+    pub deadlines: DeadlineChoice,
     /// Client slots (the driver's included).
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CLIENTS)]
     pub max_clients: u32,
@@ -46,6 +76,35 @@ pub struct ServerArgs {
     /// Print more (repeat for debug output).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
+}
+
+/// `--sched` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SchedChoice {
+    /// SCHED_DEADLINE reservations with feedback-controlled budgets.
+    Deadline,
+    /// SCHED_FIFO at the -P priority.
+    Fifo,
+    /// SCHED_OTHER.
+    Other,
+}
+
+/// `--deadlines` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum DeadlineChoice {
+    /// Relative deadline = reservation period.
+    Period,
+    /// Deadlines from each client's place on the critical path.
+    CriticalPath,
+}
+
+fn pct_parser(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if (0.0..=100.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 0..=100"))
+    }
 }
 
 /// Options of the dummy driver.
@@ -144,6 +203,15 @@ pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
         None => (argv, None, Vec::new()),
     };
     let server = ServerArgs::try_parse_from(server_argv)?;
+    if !(server.max_bandwidth > 0.0 && server.max_bandwidth <= 1024.0) {
+        return Err(ServerArgs::command_error(
+            clap::error::ErrorKind::ValueValidation,
+            format!(
+                "--max-bandwidth {} must be a positive number of CPUs",
+                server.max_bandwidth
+            ),
+        ));
+    }
     let Some(driver) = driver else {
         return Err(ServerArgs::command_error(
             clap::error::ErrorKind::MissingRequiredArgument,
@@ -184,7 +252,7 @@ impl ServerArgs {
 
     /// Whether real-time scheduling is wanted.
     pub fn wants_realtime(&self) -> bool {
-        !self.no_realtime
+        !self.no_realtime && self.sched != SchedChoice::Other
     }
 }
 
@@ -211,6 +279,35 @@ mod tests {
         let DriverArgs::Dummy(d) = &c.driver;
         assert!(d.loopback);
         assert!(p("resoundd").unwrap_err().to_string().contains("no driver"));
+        let c = p("resoundd --sched deadline --reclaim --overprovision 20 --period-multiplier 2 --percentile 95 --window 50 --max-bandwidth 0.8 -d dummy").unwrap();
+        assert_eq!(c.server.sched, SchedChoice::Deadline);
+        assert!(c.server.reclaim && c.server.fixed_budget.is_none());
+        assert_eq!(
+            (
+                c.server.overprovision,
+                c.server.period_multiplier,
+                c.server.percentile,
+                c.server.window
+            ),
+            (20.0, 2, 95.0, 50)
+        );
+        let c = p("resoundd --sched fifo --fixed-budget 30 -d dummy").unwrap();
+        assert_eq!(
+            (c.server.sched, c.server.fixed_budget),
+            (SchedChoice::Fifo, Some(30.0))
+        );
+        assert!(!p("resoundd --sched other -d dummy")
+            .unwrap()
+            .server
+            .wants_realtime());
+        assert!(p("resoundd --fixed-budget 130 -d dummy")
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
+        assert!(p("resoundd --max-bandwidth 0 -d dummy")
+            .unwrap_err()
+            .to_string()
+            .contains("positive"));
         assert!(p("resoundd -d alsa")
             .unwrap_err()
             .to_string()

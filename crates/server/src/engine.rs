@@ -18,12 +18,21 @@
 //! through a lock-free ring ([`RtEvent`]). In debug builds the loop body runs
 //! under `assert_no_alloc`, so an allocation aborts the server in tests.
 
+use crate::reserve::Reservations;
 use resound_protocol::cycle::{mix_sources, signal_downstream};
 use resound_protocol::shm::{client_state, NodeStatus, Table, View};
 use resound_protocol::sync::{activation, futex, switch, Ordering};
 use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+
+/// Pushes an event for the control side; counts it as lost if the ring is full
+/// (the control side drains every few ms, so that means it is stalled).
+fn push_event(events: &mut rtrb::Producer<RtEvent>, shared: &EngineShared, e: RtEvent) {
+    if events.push(e).is_err() {
+        shared.dropped_events.fetch_add(1, Ordering::Relaxed);
+    }
+}
 
 /// Events from the driver thread to the control side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +62,33 @@ pub enum RtEvent {
     CycleChecked {
         /// Cycle number that was checked.
         cycle: u64,
+    },
+    /// A thread got its SCHED_DEADLINE reservation.
+    Reserved {
+        /// Slot.
+        slot: u32,
+        /// Runtime (ns).
+        runtime_ns: u64,
+        /// Period (ns).
+        period_ns: u64,
+    },
+    /// A reservation (new or changed) was refused: by our ledger (errno 0) or by the kernel.
+    Refused {
+        /// Slot.
+        slot: u32,
+        /// Bandwidth asked, in millionths of a CPU.
+        asked_ppm: u32,
+        /// Bandwidth free in the ledger, in millionths of a CPU.
+        free_ppm: u32,
+        /// Kernel errno (0: refused by the ledger).
+        errno: i32,
+    },
+    /// A client thread whose reservation was refused runs under the fallback policy.
+    Fallback {
+        /// Slot.
+        slot: u32,
+        /// true: SCHED_FIFO; false: SCHED_OTHER.
+        fifo: bool,
     },
 }
 
@@ -102,8 +138,6 @@ impl DummyDevice {
 pub struct EngineConfig {
     /// Sync mode (wait for the graph's end within the cycle).
     pub sync: bool,
-    /// SCHED_FIFO priority of the driver thread (0: do not ask for real-time).
-    pub priority: i32,
 }
 
 /// What the driver thread shares with the control side.
@@ -116,6 +150,10 @@ pub struct EngineShared {
     pub sched: std::sync::Mutex<String>,
     /// Events lost because the ring to the control side was full.
     pub dropped_events: std::sync::atomic::AtomicU64,
+    /// Per-slot reservation figures (slot 0 = driver).
+    pub res: Arc<[crate::reserve::ResStat]>,
+    /// Bandwidth admitted by the ledger, millionths of a CPU.
+    pub ledger_ppm: std::sync::atomic::AtomicU64,
 }
 
 /// The driver loop. Owns the device; reports through `events`.
@@ -125,6 +163,7 @@ pub struct Engine {
     cfg: EngineConfig,
     device: DummyDevice,
     events: rtrb::Producer<RtEvent>,
+    res: Reservations,
     /// Ports of the driver: (port slot, channel) for capture and playback.
     capture: Vec<(u32, usize)>,
     playback: Vec<(u32, usize)>,
@@ -142,6 +181,7 @@ impl Engine {
         playback: Vec<u32>,
         loopback: bool,
         events: rtrb::Producer<RtEvent>,
+        res: Reservations,
     ) -> Engine {
         let max_frames = view.layout().caps.max_frames as usize;
         let device = DummyDevice::new(playback.len(), max_frames, loopback);
@@ -151,6 +191,7 @@ impl Engine {
             cfg,
             device,
             events,
+            res,
             capture: capture
                 .into_iter()
                 .enumerate()
@@ -166,25 +207,14 @@ impl Engine {
     }
 
     fn emit(&mut self, e: RtEvent) {
-        if self.events.push(e).is_err() {
-            // The control side is not draining (it runs every few ms, so this
-            // means it is stalled); count what is lost instead of blocking.
-            self.shared.dropped_events.fetch_add(1, Ordering::Relaxed);
-        }
+        push_event(&mut self.events, &self.shared, e);
     }
 
     /// Runs until `shared.stop` is set. Call on the dedicated driver thread.
     pub fn run(mut self) {
-        let sched = if self.cfg.priority > 0 {
-            match resound_protocol::rt::set_fifo(self.cfg.priority) {
-                Ok(()) => resound_protocol::rt::policy_of(0),
-                Err(e) => format!(
-                    "SCHED_OTHER (SCHED_FIFO {} refused: {e})",
-                    self.cfg.priority
-                ),
-            }
-        } else {
-            "SCHED_OTHER".to_string()
+        let sched = {
+            let (ev, sh) = (&mut self.events, &self.shared);
+            self.res.start_driver(0, &mut |e| push_event(ev, sh, e))
         };
         *self.shared.sched.lock().unwrap_or_else(|e| e.into_inner()) = sched;
         self.shared.running.store(true, Ordering::Release);
@@ -212,6 +242,8 @@ impl Engine {
                     cycle,
                     late_ns: now - deadline,
                 });
+                let (ev, sh) = (&mut self.events, &self.shared);
+                self.res.on_xrun(0, &mut |e| push_event(ev, sh, e));
             }
             let next = deadline + period;
             assert_no_alloc::assert_no_alloc(|| {
@@ -237,9 +269,17 @@ impl Engine {
         frames: usize,
     ) {
         let h = view.header();
-        // 2. Look back at the previous cycle.
+        // 2. Look back at the previous cycle; run the reservation controllers on it.
+        let prev_cycle = self.prev.map_or(0, |(_, c)| c);
         if let Some((pidx, pcycle)) = self.prev {
             self.look_back(view, view.table(pidx), pcycle);
+        }
+        {
+            let (ev, sh) = (&mut self.events, &self.shared);
+            self.res
+                .cycle_begin(view, prev_cycle, &mut |e| push_event(ev, sh, e));
+            sh.ledger_ppm
+                .store((self.res.ledger_used() * 1e6) as u64, Ordering::Relaxed);
         }
         // Period boundary of the (dummy) device.
         self.device.boundary();
@@ -319,6 +359,8 @@ impl Engine {
             if r.finished_cycle.load(Ordering::Acquire) != cycle {
                 any_late = true;
                 self.emit(RtEvent::Late { cycle, slot });
+                let (ev, sh) = (&mut self.events, &self.shared);
+                self.res.on_xrun(slot, &mut |e| push_event(ev, sh, e));
             }
         }
         if any_late {

@@ -7,6 +7,7 @@
 
 pub mod config;
 pub mod engine;
+pub mod reserve;
 pub mod server;
 
 use std::sync::Arc;

@@ -17,13 +17,14 @@
 
 use crate::config::{Config, DriverArgs};
 use crate::engine::{Engine, EngineConfig, EngineShared, RtEvent};
+use crate::reserve::{kind, Command, Mode, ResStat, Reservations};
 use resound_graph::{port_type_name, ClientState, Graph, DRIVER};
 use resound_protocol::limits::{self, AUDIO_TYPE};
 use resound_protocol::shm::{self, port_flags, Capacities, TableHeader, View};
 use resound_protocol::sync::{futex, switch, Ordering};
 use resound_protocol::wire::{
     self, ClientStatus, Envelope, ErrorCode, FrameError, HelloKind, Notification, PortInfo, Reply,
-    Request, ServerMsg, Status, Welcome, WireError,
+    Request, ReservationStatus, ServerMsg, Status, Welcome, WireError,
 };
 use std::collections::HashMap;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -44,6 +45,13 @@ pub struct Server {
     stopping: AtomicBool,
     socket: PathBuf,
     next_session: AtomicU64,
+    /// Requests to the driver thread's reservation manager.
+    commands: Mutex<rtrb::Producer<Command>>,
+    /// Scheduling mode as decided at start (after fallbacks).
+    sched_desc: String,
+    /// Whether reservations exist (deadline mode).
+    deadline_mode: bool,
+    ledger_capacity: f64,
 }
 
 struct Session {
@@ -144,7 +152,12 @@ impl Server {
             running: AtomicBool::new(false),
             sched: Mutex::new(String::new()),
             dropped_events: AtomicU64::new(0),
+            res: (0..caps.max_clients).map(|_| ResStat::default()).collect(),
+            ledger_ppm: AtomicU64::new(0),
         });
+        let (mode, sched_desc, ledger) = sched_mode(&cfg);
+        let ledger_capacity = ledger.capacity();
+        let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(256);
         let server = Arc::new(Server {
             name,
             cfg: cfg.clone(),
@@ -159,23 +172,34 @@ impl Server {
             stopping: AtomicBool::new(false),
             socket,
             next_session: AtomicU64::new(1),
+            commands: Mutex::new(cmd_tx),
+            deadline_mode: matches!(mode, Mode::Deadline { .. }),
+            sched_desc,
+            ledger_capacity,
         });
         {
             let mut st = server.lock();
             server.publish(&mut st);
         }
         let (tx, rx) = rtrb::RingBuffer::new(4096);
+        let res = Reservations::new(
+            mode,
+            caps.max_clients as usize,
+            ledger,
+            engine.res.clone(),
+            cmd_rx,
+        );
         let eng = Engine::new(
             view,
             engine.clone(),
             EngineConfig {
                 sync: cfg.server.sync,
-                priority: prio,
             },
             capture,
             playback,
             d.loopback,
             tx,
+            res,
         );
         std::thread::Builder::new()
             .name("resound-driver".into())
@@ -261,6 +285,14 @@ impl Server {
             && t0.elapsed() < Duration::from_secs(2)
         {
             std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// Sends a request to the driver thread's reservation manager.
+    fn command(&self, c: Command) {
+        let mut q = self.commands.lock().unwrap_or_else(|e| e.into_inner());
+        if q.push(c).is_err() {
+            warn!("reservation command queue full; dropped {c:?}");
         }
     }
 
@@ -501,6 +533,7 @@ impl Server {
             .unwrap_or_default();
         if let Ok((conns, ports)) = st.graph.remove_client(slot) {
             self.publish(&mut st);
+            self.command(Command::Detach { slot });
             if let Some(r) = self.view.record(slot) {
                 r.status
                     .store(shm::NodeStatus::Idle as u32, Ordering::Relaxed);
@@ -635,6 +668,7 @@ impl Server {
                     s.tid = Some(tid);
                 }
                 self.publish(&mut st);
+                self.command(Command::Attach { slot: me, tid });
                 Self::notify(&mut st, Notification::GraphOrder);
                 Ok(Reply::Ok)
             }
@@ -645,6 +679,7 @@ impl Server {
                     s.tid = None;
                 }
                 self.publish(&mut st);
+                self.command(Command::Detach { slot: me });
                 Self::notify(&mut st, Notification::GraphOrder);
                 Ok(Reply::Ok)
             }
@@ -817,7 +852,123 @@ impl Server {
                 .record(0)
                 .map_or(0, |r| r.cpu_ns.load(Ordering::Relaxed)),
             clients,
+            sched: self.sched_desc.clone(),
+            ledger_used: self.engine.ledger_ppm.load(Ordering::Relaxed) as f64 / 1e6,
+            ledger_capacity: if self.deadline_mode {
+                self.ledger_capacity
+            } else {
+                0.0
+            },
+            reservations: self.reservations(st),
         }
+    }
+
+    fn reservations(&self, st: &State) -> Vec<ReservationStatus> {
+        let mut v = Vec::new();
+        for (slot, r) in self.engine.res.iter().enumerate() {
+            let k = r.kind.load(Ordering::Relaxed);
+            if k == kind::NONE {
+                continue;
+            }
+            let name = if slot == 0 {
+                "driver".to_string()
+            } else {
+                match st.graph.client(slot as u32) {
+                    Some(c) => c.name.clone(),
+                    None => continue,
+                }
+            };
+            let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            v.push(ReservationStatus {
+                name,
+                slot: slot as u32,
+                tid: r.tid.load(Ordering::Relaxed),
+                policy: match k {
+                    kind::DEADLINE => "SCHED_DEADLINE",
+                    kind::FIFO => "SCHED_FIFO",
+                    _ => "SCHED_OTHER",
+                }
+                .into(),
+                period_ns: ld(&r.period_ns),
+                budget_ns: ld(&r.budget_ns),
+                deadline_ns: ld(&r.deadline_ns),
+                predicted_ns: ld(&r.predicted_ns),
+                used_ns: ld(&r.used_ns),
+                throttles: ld(&r.throttles),
+                xruns: ld(&r.xruns),
+                updates: ld(&r.updates),
+            });
+        }
+        v
+    }
+
+    /// Critical-path deadlines: a client woken `head` into the cycle (the
+    /// longest chain of predicted work before it) that must leave `tail` for
+    /// the work after it gets the relative deadline `period - head - tail`,
+    /// so EDF finishes the chain inside the cycle. Off the real-time path;
+    /// sends only deadlines that moved by more than 5%.
+    fn update_deadlines(&self, sent: &mut [u64]) {
+        let st = self.lock();
+        let c = st.graph.compile();
+        let period = self.view.header().period_ns.load(Ordering::Relaxed);
+        let n = c.clients.len();
+        let work = |slot: usize| {
+            let r = &self.engine.res[slot];
+            r.predicted_ns
+                .load(Ordering::Relaxed)
+                .max(r.used_ns.load(Ordering::Relaxed))
+        };
+        let down = |slot: usize| {
+            let e = &c.clients[slot];
+            c.edges[e.down_start as usize..(e.down_start + e.down_count) as usize]
+                .iter()
+                .map(|&d| d as usize)
+        };
+        let mut head = vec![0u64; n];
+        for &u in &c.order {
+            let u = u as usize;
+            for d in down(u).filter(|&d| d != 0 && d < n) {
+                head[d] = head[d].max(head[u] + work(u));
+            }
+        }
+        let mut tail = vec![0u64; n];
+        for &u in c.order.iter().rev() {
+            let u = u as usize;
+            tail[u] = down(u)
+                .filter(|&d| d != 0 && d < n)
+                .map(|d| work(d) + tail[d])
+                .max()
+                .unwrap_or(0);
+        }
+        drop(st);
+        for &slot in c.order.iter().skip(1) {
+            let slot = slot as usize;
+            if self.engine.res[slot].kind.load(Ordering::Relaxed) != kind::DEADLINE
+                || slot >= sent.len()
+            {
+                continue;
+            }
+            let d = period
+                .saturating_sub(head[slot] + tail[slot])
+                .clamp(work(slot).max(1), period);
+            if sent[slot] == 0 || d.abs_diff(sent[slot]) * 20 > sent[slot] {
+                sent[slot] = d;
+                self.command(Command::SetDeadline {
+                    slot: slot as u32,
+                    deadline_ns: d,
+                });
+            }
+        }
+    }
+
+    fn slot_name(&self, slot: u32) -> String {
+        if slot == 0 {
+            return "driver".into();
+        }
+        self.lock().graph.client(slot).map_or_else(
+            || format!("slot {slot}"),
+            |c| format!("client {:?}", c.name),
+        )
     }
 
     fn housekeeping(self: Arc<Self>, mut rx: rtrb::Consumer<RtEvent>) {
@@ -825,6 +976,11 @@ impl Server {
         let mut logged = 0u64;
         let mut window = Instant::now();
         let mut suppressed = 0u64;
+        let critical = self.deadline_mode
+            && self.cfg.server.deadlines == crate::config::DeadlineChoice::CriticalPath
+            && self.cfg.server.period_multiplier == 1;
+        let mut deadline_tick = Instant::now();
+        let mut sent_deadlines = vec![0u64; self.engine.res.len()];
         while !self.stopping.load(Ordering::Acquire) {
             while let Ok(ev) = rx.pop() {
                 match ev {
@@ -866,6 +1022,46 @@ impl Server {
                             },
                         );
                     }
+                    RtEvent::Reserved {
+                        slot,
+                        runtime_ns,
+                        period_ns,
+                    } => {
+                        info!(
+                            "{}: SCHED_DEADLINE reservation {:.0}/{:.0} us",
+                            self.slot_name(slot),
+                            runtime_ns as f64 / 1e3,
+                            period_ns as f64 / 1e3
+                        );
+                    }
+                    RtEvent::Refused {
+                        slot,
+                        asked_ppm,
+                        free_ppm,
+                        errno,
+                    } => {
+                        let by = if errno == 0 {
+                            format!(
+                                "resound's ledger (capacity {:.3} CPU)",
+                                self.ledger_capacity
+                            )
+                        } else {
+                            format!("the kernel ({})", std::io::Error::from_raw_os_error(errno))
+                        };
+                        warn!(
+                            "{}: reservation of {:.3} CPU refused by {by}; {:.3} CPU free",
+                            self.slot_name(slot),
+                            asked_ppm as f64 / 1e6,
+                            free_ppm as f64 / 1e6
+                        );
+                    }
+                    RtEvent::Fallback { slot, fifo } => {
+                        warn!(
+                            "{} runs {} instead of a reservation",
+                            self.slot_name(slot),
+                            if fifo { "SCHED_FIFO" } else { "SCHED_OTHER" }
+                        );
+                    }
                     RtEvent::Corrupt { slot, status } => {
                         let mut st = self.lock();
                         if st.condemned.contains(&slot) {
@@ -885,6 +1081,10 @@ impl Server {
                         }
                     }
                 }
+            }
+            if critical && deadline_tick.elapsed() >= Duration::from_millis(250) {
+                deadline_tick = Instant::now();
+                self.update_deadlines(&mut sent_deadlines);
             }
             if window.elapsed() >= Duration::from_secs(1) {
                 let lost = self.engine.dropped_events.swap(0, Ordering::Relaxed);
@@ -939,4 +1139,69 @@ impl Server {
             let _ = s.stream.shutdown(std::net::Shutdown::Both);
         }
     }
+}
+
+/// Decides the scheduling mode from the options and what the system permits.
+/// Falls back (and says so once) from deadline to fifo to other.
+fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) {
+    use crate::config::SchedChoice;
+    let a = &cfg.server;
+    let system = resound_sched::Ledger::from_system();
+    let ledger = resound_sched::Ledger::with_capacity(system.capacity().min(a.max_bandwidth));
+    let prio = a.priority;
+    let fifo = || {
+        if resound_sched::fifo_permitted() {
+            (Mode::Fifo(prio), format!("fifo {prio}"))
+        } else {
+            warn!("SCHED_FIFO is not permitted here either (no CAP_SYS_NICE / RLIMIT_RTPRIO); running SCHED_OTHER");
+            (Mode::Other, "other (real-time not permitted)".to_string())
+        }
+    };
+    let (mode, desc) = match (a.wants_realtime(), a.sched) {
+        (false, _) => (Mode::Other, "other".to_string()),
+        (true, SchedChoice::Other) => (Mode::Other, "other".to_string()),
+        (true, SchedChoice::Fifo) => fifo(),
+        (true, SchedChoice::Deadline) if !resound_sched::deadline_permitted() => {
+            warn!("SCHED_DEADLINE is not permitted here (needs CAP_SYS_NICE); falling back to SCHED_FIFO");
+            fifo()
+        }
+        (true, SchedChoice::Deadline) => {
+            let period_ns = cfg.period() as u64 * 1_000_000_000 / cfg.rate() as u64;
+            let c = resound_sched::ControllerConfig {
+                audio_period_ns: period_ns,
+                multiplier: a.period_multiplier,
+                overprovision_pct: a.overprovision,
+                fixed_pct: a.fixed_budget,
+                window: a.window as usize,
+                percentile: a.percentile,
+                reclaim: a.reclaim,
+                ..Default::default()
+            };
+            let desc = format!(
+                "deadline ({}{}, period x{}, {} deadlines, ledger {:.2} CPU)",
+                match a.fixed_budget {
+                    Some(p) => format!("fixed budget {p}%"),
+                    None => format!(
+                        "feedback: p{} of {} cycles +{}%",
+                        a.percentile, a.window, a.overprovision
+                    ),
+                },
+                if a.reclaim { ", reclaim" } else { "" },
+                a.period_multiplier,
+                match a.deadlines {
+                    crate::config::DeadlineChoice::Period => "period",
+                    crate::config::DeadlineChoice::CriticalPath => "critical-path",
+                },
+                ledger.capacity()
+            );
+            (
+                Mode::Deadline {
+                    cfg: c,
+                    fallback_priority: prio,
+                },
+                desc,
+            )
+        }
+    };
+    (mode, desc, ledger)
 }

@@ -1,0 +1,383 @@
+//! Reservations of the graph's real-time threads, with real SCHED_DEADLINE threads.
+//! Tests that need SCHED_DEADLINE print SKIP with the reason where it is not permitted.
+
+mod common;
+use common::*;
+use resound_protocol::wire::{ReservationStatus, Status};
+use resound_sched::Policy;
+use std::time::Duration;
+
+fn deadline_or_skip(test: &str) -> bool {
+    if resound_sched::deadline_permitted() {
+        true
+    } else {
+        eprintln!(
+            "SKIP {test}: SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)"
+        );
+        false
+    }
+}
+
+fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
+    st.reservations.iter().find(|r| r.name == name)
+}
+
+#[test]
+fn every_graph_thread_is_reserved_while_active_and_released_after() {
+    if !deadline_or_skip("every_graph_thread_is_reserved_while_active_and_released_after") {
+        return;
+    }
+    let srv = Srv::start(&["--sched", "deadline", "-S", "-d", "dummy", "-p", "256"]);
+    let mut tools = vec![];
+    for n in ["a", "b", "c"] {
+        tools.push(srv.tool(n, &["load", "--busy", "10"]));
+    }
+    let ctl = srv.ctl();
+    for (s, d) in [
+        ("system:capture_1", "a:in"),
+        ("a:out", "b:in"),
+        ("b:out", "c:in"),
+        ("c:out", "system:playback_1"),
+    ] {
+        ctl.connect_ports(s, d).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(1500));
+    let st = srv.status();
+    assert!(st.sched.starts_with("deadline"), "{}", st.sched);
+    let period = 256 * 1_000_000_000u64 / 48000;
+    for name in ["driver", "a", "b", "c"] {
+        let r = res(&st, name)
+            .unwrap_or_else(|| panic!("no reservation for {name}: {:?}", st.reservations));
+        assert_eq!(r.policy, "SCHED_DEADLINE", "{r:?}");
+        assert_eq!(r.period_ns, period, "{r:?}");
+        // The kernel agrees with what status says.
+        match resound_sched::current(r.tid).unwrap() {
+            Policy::Deadline {
+                runtime_ns,
+                period_ns,
+                ..
+            } => {
+                assert_eq!(
+                    (runtime_ns, period_ns),
+                    (r.budget_ns, r.period_ns),
+                    "{name}: kernel vs status"
+                )
+            }
+            p => panic!("{name} (tid {}) is {p:?}, not under SCHED_DEADLINE", r.tid),
+        }
+        assert!(
+            r.budget_ns >= period / 20 && r.budget_ns <= period * 95 / 100,
+            "budget within the clamps: {r:?}"
+        );
+    }
+    // Feedback: the 10% clients' budgets follow what they use.
+    let a = res(&st, "a").unwrap();
+    assert!(
+        a.used_ns > period / 20 && a.used_ns < period / 5,
+        "a uses about 10%: {a:?}"
+    );
+    assert!(a.budget_ns >= a.used_ns, "budget covers the use: {a:?}");
+    assert!(
+        a.predicted_ns > 0 && a.budget_ns <= a.predicted_ns * 2 + period / 10,
+        "budget tracks the prediction: {a:?}"
+    );
+    let ledger_full = st.ledger_used;
+    let sum: f64 = st
+        .reservations
+        .iter()
+        .map(|r| r.budget_ns as f64 / r.period_ns as f64)
+        .sum();
+    assert!(
+        (ledger_full - sum).abs() < 0.01,
+        "ledger {ledger_full} = sum of reservations {sum}"
+    );
+    // A client that leaves releases its reservation; one killed too.
+    let tid_b = res(&st, "b").unwrap().tid;
+    let c = tools.pop().unwrap();
+    let b = tools.pop().unwrap();
+    drop(b.stop());
+    let mut c = c;
+    c.kill9();
+    wait_for(
+        "b and c to leave the ledger",
+        Duration::from_secs(5),
+        || {
+            let st = srv.status();
+            res(&st, "b").is_none() && res(&st, "c").is_none()
+        },
+    );
+    assert!(
+        resound_sched::current(tid_b).is_err(),
+        "b's process thread is gone"
+    );
+    drop(tools);
+    wait_for("a to leave", Duration::from_secs(5), || {
+        res(&srv.status(), "a").is_none()
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let st = srv.status();
+    let d = res(&st, "driver").unwrap();
+    let driver_bw = d.budget_ns as f64 / d.period_ns as f64;
+    assert!(
+        (st.ledger_used - driver_bw).abs() < 0.005,
+        "ledger back to the driver's own {driver_bw}: {}",
+        st.ledger_used
+    );
+}
+
+#[test]
+fn process_thread_of_another_process_is_refused() {
+    let srv = Srv::start(&["-d", "dummy", "-p", "256"]);
+    use resound_protocol::wire::{
+        self, Envelope, Hello, HelloKind, Reply, Request, ServerMsg, Welcome,
+    };
+    let sock = srv.dir.join(format!("{}.sock", srv.name));
+    let s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    let hello = Hello {
+        protocol: wire::PROTOCOL_VERSION,
+        kind: HelloKind::Client {
+            name: "liar".into(),
+            exact_name: true,
+        },
+    };
+    wire::write_frame(&mut &s, &hello).unwrap();
+    let (p, _fds) = wire::recv_frame_with_fds(&s, 1 << 20).unwrap();
+    assert!(matches!(
+        wire::decode::<Welcome>(&p).unwrap(),
+        Welcome::Client { .. }
+    ));
+    let server_tid = srv.child.id() as i32; // a thread of another process
+    wire::write_frame(
+        &mut &s,
+        &Envelope {
+            seq: 1,
+            req: Request::Activate { tid: server_tid },
+        },
+    )
+    .unwrap();
+    let mut rs = s.try_clone().unwrap();
+    let reply = loop {
+        if let ServerMsg::Reply { reply, .. } =
+            wire::decode(&wire::read_frame(&mut rs, 1 << 24).unwrap()).unwrap()
+        {
+            break reply;
+        }
+    };
+    match reply {
+        Reply::Err(e) => assert!(e.message.contains("does not belong"), "{e}"),
+        r => panic!("activation with a foreign TID accepted: {r:?}"),
+    }
+}
+
+#[test]
+fn fixed_budget_stays_put() {
+    if !deadline_or_skip("fixed_budget_stays_put") {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--fixed-budget",
+        "20",
+        "-d",
+        "dummy",
+        "-p",
+        "256",
+    ]);
+    let _a = srv.tool("a", &["load", "--busy", "5"]);
+    std::thread::sleep(Duration::from_millis(1000));
+    let st = srv.status();
+    let period = 256 * 1_000_000_000u64 / 48000;
+    for r in &st.reservations {
+        assert_eq!(r.policy, "SCHED_DEADLINE", "{r:?}");
+        assert!(
+            r.budget_ns.abs_diff(period / 5) <= 1,
+            "fixed 20% of the period: {r:?}"
+        );
+    }
+    let a = res(&st, "a").unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let a2 = res(&srv.status(), "a").unwrap().clone();
+    assert_eq!(
+        a2.updates, a.updates,
+        "no sched_setattr without a buffer-size change"
+    );
+    // A buffer-size change rescales the fixed budget.
+    srv.ctl().set_buffer_size(128).unwrap();
+    wait_for(
+        "the budget to follow the new period",
+        Duration::from_secs(3),
+        || {
+            res(&srv.status(), "a")
+                .is_some_and(|r| r.budget_ns == 128 * 1_000_000_000u64 / 48000 / 5)
+        },
+    );
+}
+
+#[test]
+fn refused_reservation_falls_back_for_that_thread_only() {
+    if !deadline_or_skip("refused_reservation_falls_back_for_that_thread_only") {
+        return;
+    }
+    // Room for the driver's reservation, not for a client's as well.
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--fixed-budget",
+        "30",
+        "--max-bandwidth",
+        "0.7",
+        "-S",
+        "-d",
+        "dummy",
+        "-p",
+        "256",
+    ]);
+    let a = srv.tool("a", &["load", "--busy", "5"]);
+    let b = srv.tool("b", &["load", "--busy", "5"]);
+    std::thread::sleep(Duration::from_millis(800));
+    let st = srv.status();
+    assert_eq!(res(&st, "driver").unwrap().policy, "SCHED_DEADLINE");
+    let policies: Vec<&str> = ["a", "b"]
+        .iter()
+        .map(|n| res(&st, n).unwrap().policy.as_str())
+        .collect();
+    assert!(
+        policies.contains(&"SCHED_DEADLINE") && policies.contains(&"SCHED_FIFO"),
+        "{policies:?}"
+    );
+    let log = srv.log();
+    assert!(
+        log.contains("refused by resound's ledger") && log.contains("CPU free"),
+        "the log says who, how much, what is free:\n{log}"
+    );
+    assert!(
+        log.contains("runs SCHED_FIFO instead of a reservation"),
+        "{log}"
+    );
+    assert!(st.ledger_used <= 0.7 + 1e-9);
+    let c0 = st.cycles;
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(srv.status().cycles > c0 + 40, "the graph keeps running");
+    // When the reserved client leaves, the refused one gets its reservation on a retry.
+    let (reserved, waiting) = if res(&st, "a").unwrap().policy == "SCHED_DEADLINE" {
+        (a, "b")
+    } else {
+        (b, "a")
+    };
+    drop(reserved.stop());
+    wait_for(
+        "the refused client to be reserved on retry",
+        Duration::from_secs(5),
+        || res(&srv.status(), waiting).is_some_and(|r| r.policy == "SCHED_DEADLINE"),
+    );
+}
+
+#[test]
+fn fifo_mode_and_other_mode() {
+    if !can_fifo() {
+        eprintln!("SKIP fifo_mode_and_other_mode: SCHED_FIFO not permitted");
+        return;
+    }
+    let srv = Srv::start(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);
+    let _a = srv.tool("a", &["pass"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let st = srv.status();
+    assert_eq!(st.sched, "fifo 20");
+    for (name, prio) in [("driver", 20), ("a", 19)] {
+        let r = res(&st, name).unwrap();
+        assert_eq!(r.policy, "SCHED_FIFO", "{r:?}");
+        assert_eq!(
+            resound_sched::current(r.tid).unwrap(),
+            Policy::Fifo { priority: prio },
+            "{name}"
+        );
+    }
+    let srv = Srv::start(&["--sched", "other", "-d", "dummy", "-p", "256"]);
+    let _a = srv.tool("a", &["pass"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let st = srv.status();
+    let a = res(&st, "a").unwrap();
+    assert_eq!(resound_sched::current(a.tid).unwrap(), Policy::Other);
+}
+
+#[test]
+fn resound_reserve_puts_any_thread_under_a_reservation() {
+    if !deadline_or_skip("resound_reserve_puts_any_thread_under_a_reservation") {
+        return;
+    }
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let pid = sleeper.id().to_string();
+    let out = std::process::Command::new(RESOUND)
+        .args([
+            "reserve",
+            "--runtime",
+            "500",
+            "--period",
+            "10000",
+            "--reclaim",
+            &pid,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        resound_sched::current(sleeper.id() as i32).unwrap(),
+        Policy::Deadline {
+            runtime_ns: 500_000,
+            deadline_ns: 10_000_000,
+            period_ns: 10_000_000,
+            reclaim: true
+        }
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("SCHED_DEADLINE"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = std::process::Command::new(RESOUND)
+        .args(["reserve", "--off", &pid])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        resound_sched::current(sleeper.id() as i32).unwrap(),
+        Policy::Other
+    );
+    // Bad input: a clear error.
+    let out = std::process::Command::new(RESOUND)
+        .args(["reserve", "--runtime", "500", "--period", "100", &pid])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("runtime"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = std::process::Command::new(RESOUND)
+        .args([
+            "reserve",
+            "--runtime",
+            "500",
+            "--period",
+            "1000",
+            "999999999",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no process or thread with id 999999999"));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}

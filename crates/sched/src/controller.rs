@@ -1,0 +1,605 @@
+//! The feedback budget controller (thesis 3.4.4 - 3.4.5), one per reserved thread.
+//!
+//! At every cycle begin the driver feeds the CPU time the thread used in the
+//! last audio cycle ([`Controller::cycle_begin`]). The controller pushes it
+//! into a moving-window percentile [`Predictor`] and computes the budget
+//!
+//! ```text
+//! runtime = clamp(prediction x D x (1 + I/100), min% x P, max% x P)   (and <= deadline)
+//! ```
+//!
+//! where P = D x audio period is the reservation period (`-D`), I the
+//! overprovision (`-I`). A new reservation is returned only when the budget
+//! moved by more than `change_threshold_pct` of the current one, so
+//! `sched_setattr` is called rarely. With `fixed_pct` (`-F`) there is no
+//! feedback: the budget is that share of the period and changes only with
+//! the period.
+//!
+//! **New client / xrun** ([`on_activation`](Controller::on_activation),
+//! [`on_xrun`](Controller::on_xrun)): the window is flushed and the budget
+//! bumped by `bump_min_pct` (10%) when it sits at the minimum, else by
+//! `bump_pct` (20%).
+//!
+//! **Warm-up** (a choice of ours, following the thesis' "the budget is kept
+//! fixed while the queue is being reconstructed"): after a flush, and after
+//! [`new`](Controller::new), until the window is full again the budget may
+//! only go *up* (a partial window that already predicts more than the held
+//! budget is followed at once; one that predicts less is not trusted yet).
+//! Without this the bump would be undone by the very next cycle, predicted
+//! from a single sample.
+//!
+//! **Initial budget**: `fixed_pct` when fixed, else [`INITIAL_PCT`] (25%) of
+//! the period clamped to [min, max]; initial deadline = period.
+//!
+//! Threads: lives on the driver thread. [`Controller::new`] allocates (the
+//! predictor's window); every other method is O(window) at most and never
+//! allocates or makes a syscall.
+
+use crate::policy::{Policy, MIN_RUNTIME_NS};
+use crate::predictor::Predictor;
+
+/// Initial budget in feedback mode, % of the reservation period, before
+/// anything is known about the thread.
+pub const INITIAL_PCT: f64 = 25.0;
+
+/// Controller settings (the server's `--sched deadline` options).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ControllerConfig {
+    /// Audio period (ns): frames per period / sample rate.
+    pub audio_period_ns: u64,
+    /// `-D`: reservation period = multiplier x audio period; the budget is
+    /// scaled alike. 0 is treated as 1.
+    pub multiplier: u32,
+    /// `-I`: budget = prediction x (1 + pct/100).
+    pub overprovision_pct: f64,
+    /// Minimum budget, % of the reservation period (thesis: 5).
+    pub min_pct: f64,
+    /// Maximum budget, % of the reservation period (e.g. 90).
+    pub max_pct: f64,
+    /// Bump on a new client / xrun when the budget is at the minimum, % (thesis: 10).
+    pub bump_min_pct: f64,
+    /// Bump on a new client / xrun otherwise, % (thesis: 20).
+    pub bump_pct: f64,
+    /// Report a new reservation from feedback only when the budget moved by
+    /// more than this % of the current budget.
+    pub change_threshold_pct: f64,
+    /// `--fixed-budget PCT` (`-F`): budget = PCT % of the reservation period
+    /// (capped at `max_pct`), no feedback.
+    pub fixed_pct: Option<f64>,
+    /// Predictor window (audio cycles).
+    pub window: usize,
+    /// Predictor percentile, 0..=100.
+    pub percentile: f64,
+    /// Ask for `SCHED_FLAG_RECLAIM` (informational here; see [`Reservation::policy`]).
+    pub reclaim: bool,
+}
+
+impl Default for ControllerConfig {
+    /// 128 frames at 48 kHz, D = 1, I = 10%, budget 5..90%, bumps 10/20%,
+    /// threshold 5%, feedback, 99th percentile of 100 cycles, no reclaim.
+    fn default() -> Self {
+        ControllerConfig {
+            audio_period_ns: 2_666_667,
+            multiplier: 1,
+            overprovision_pct: 10.0,
+            min_pct: 5.0,
+            max_pct: 90.0,
+            bump_min_pct: 10.0,
+            bump_pct: 20.0,
+            change_threshold_pct: 5.0,
+            fixed_pct: None,
+            window: 100,
+            percentile: 99.0,
+            reclaim: false,
+        }
+    }
+}
+
+impl ControllerConfig {
+    /// Reservation period (ns): multiplier x audio period.
+    pub fn reservation_period_ns(&self) -> u64 {
+        self.audio_period_ns
+            .saturating_mul(self.multiplier.max(1) as u64)
+    }
+}
+
+/// SCHED_DEADLINE parameters (ns): `runtime <= deadline <= period`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reservation {
+    /// Budget per period (ns).
+    pub runtime_ns: u64,
+    /// Relative deadline (ns).
+    pub deadline_ns: u64,
+    /// Period (ns).
+    pub period_ns: u64,
+}
+
+impl Reservation {
+    /// The policy to [`apply`](crate::apply).
+    pub fn policy(&self, reclaim: bool) -> Policy {
+        Policy::Deadline {
+            runtime_ns: self.runtime_ns,
+            deadline_ns: self.deadline_ns,
+            period_ns: self.period_ns,
+            reclaim,
+        }
+    }
+
+    /// Fraction of one CPU: runtime / period (0 for a zero period).
+    pub fn bandwidth(&self) -> f64 {
+        if self.period_ns == 0 {
+            0.0
+        } else {
+            self.runtime_ns as f64 / self.period_ns as f64
+        }
+    }
+}
+
+/// See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct Controller {
+    cfg: ControllerConfig,
+    predictor: Predictor,
+    /// What is (believed to be) set in the kernel.
+    res: Reservation,
+    /// The budget the controller wants before the `<= deadline` clamp, so
+    /// that raising the deadline again restores it.
+    wanted_ns: u64,
+    /// Last prediction scaled to the reservation period (ns).
+    predicted_ns: u64,
+}
+
+fn pct_of(period_ns: u64, pct: f64) -> u64 {
+    // `as` saturates (negative and NaN give 0).
+    (period_ns as f64 * pct / 100.0).round() as u64
+}
+
+fn scale(v: u64, by: f64) -> u64 {
+    (v as f64 * by).round() as u64
+}
+
+impl Controller {
+    /// A controller in its initial state (see the module docs). Allocates the
+    /// predictor's window.
+    pub fn new(cfg: ControllerConfig) -> Self {
+        let mut c = Controller {
+            cfg,
+            predictor: Predictor::new(cfg.window, cfg.percentile),
+            res: Reservation {
+                runtime_ns: 0,
+                deadline_ns: 0,
+                period_ns: 0,
+            },
+            wanted_ns: 0,
+            predicted_ns: 0,
+        };
+        c.reset();
+        c
+    }
+
+    /// Returns to the initial state (empty window, initial budget, deadline =
+    /// period), e.g. when a new thread takes over this controller's slot.
+    /// No allocation.
+    pub fn reset(&mut self) {
+        self.predictor.flush();
+        self.predicted_ns = 0;
+        let period = self.cfg.reservation_period_ns();
+        self.res = Reservation {
+            runtime_ns: 0,
+            deadline_ns: period,
+            period_ns: period,
+        };
+        self.wanted_ns = match self.cfg.fixed_pct {
+            Some(_) => self.fixed_ns(),
+            None => self.clamp(pct_of(period, INITIAL_PCT)),
+        };
+        self.res.runtime_ns = self.wanted_ns.min(self.res.deadline_ns);
+    }
+
+    /// What is currently set (or to be set).
+    pub fn reservation(&self) -> Reservation {
+        self.res
+    }
+
+    /// Last prediction per reservation period, i.e. predicted CPU per audio
+    /// cycle x D, before overprovisioning (0 if none yet or in fixed mode).
+    pub fn predicted_ns(&self) -> u64 {
+        self.predicted_ns
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &ControllerConfig {
+        &self.cfg
+    }
+
+    /// Whether the window is still being refilled (after `new`, a flush or a
+    /// period change); the budget then only goes up.
+    pub fn warming_up(&self) -> bool {
+        self.cfg.fixed_pct.is_none() && !self.predictor.is_full()
+    }
+
+    /// Budget bounds (ns) from min_pct/max_pct, within [1024 ns, period]; max wins over min.
+    fn limits(&self) -> (u64, u64) {
+        let p = self.res.period_ns.max(MIN_RUNTIME_NS);
+        let hi = pct_of(p, self.cfg.max_pct).clamp(MIN_RUNTIME_NS, p);
+        let lo = pct_of(p, self.cfg.min_pct).clamp(MIN_RUNTIME_NS, hi);
+        (lo, hi)
+    }
+
+    fn clamp(&self, q: u64) -> u64 {
+        let (lo, hi) = self.limits();
+        q.clamp(lo, hi)
+    }
+
+    /// Fixed budget: fixed_pct of the period, capped at max_pct (not raised to min_pct).
+    fn fixed_ns(&self) -> u64 {
+        let (_, hi) = self.limits();
+        let pct = self.cfg.fixed_pct.unwrap_or(INITIAL_PCT);
+        pct_of(self.res.period_ns, pct).clamp(MIN_RUNTIME_NS, hi)
+    }
+
+    /// Sets the wanted budget; returns the new reservation if it changed and
+    /// (unless `force`) moved past the change threshold.
+    fn propose(&mut self, wanted: u64, force: bool) -> Option<Reservation> {
+        let runtime = wanted.min(self.res.deadline_ns);
+        let cur = self.res.runtime_ns;
+        let moved =
+            runtime.abs_diff(cur) as f64 > self.cfg.change_threshold_pct / 100.0 * cur as f64;
+        if runtime == cur || !(force || moved) {
+            if force {
+                self.wanted_ns = wanted;
+            }
+            return None;
+        }
+        self.wanted_ns = wanted;
+        self.res.runtime_ns = runtime;
+        Some(self.res)
+    }
+
+    /// Cycle begin: feeds the CPU time (ns) the thread used in the last audio
+    /// cycle. Returns `Some(new)` when `sched_setattr` is due (the budget
+    /// moved past the threshold), else `None`. In fixed mode the sample is
+    /// ignored and this always returns `None`. No allocation.
+    pub fn cycle_begin(&mut self, used_ns: u64) -> Option<Reservation> {
+        if self.cfg.fixed_pct.is_some() {
+            return None;
+        }
+        self.predictor.push(used_ns);
+        let per_cycle = self.predictor.predict().unwrap_or(used_ns);
+        self.predicted_ns = per_cycle.saturating_mul(self.cfg.multiplier.max(1) as u64);
+        let mut wanted = self.clamp(scale(
+            self.predicted_ns,
+            1.0 + self.cfg.overprovision_pct / 100.0,
+        ));
+        if !self.predictor.is_full() {
+            wanted = wanted.max(self.wanted_ns);
+        }
+        self.propose(wanted, false)
+    }
+
+    /// Flush + bump (thesis 3.4.5): 10% when at the minimum, 20% otherwise
+    /// (the configured percentages), clamped to the maximum. `None` in fixed
+    /// mode or when already at the maximum.
+    fn bump(&mut self) -> Option<Reservation> {
+        if self.cfg.fixed_pct.is_some() {
+            return None;
+        }
+        self.predictor.flush();
+        let (lo, _) = self.limits();
+        let pct = if self.wanted_ns <= lo {
+            self.cfg.bump_min_pct
+        } else {
+            self.cfg.bump_pct
+        };
+        let wanted = self.clamp(scale(self.wanted_ns, 1.0 + pct / 100.0));
+        self.propose(wanted, true)
+    }
+
+    /// A new client joined the graph: the window no longer describes the
+    /// load, so it is flushed and the budget bumped (see the module docs).
+    pub fn on_activation(&mut self) -> Option<Reservation> {
+        self.bump()
+    }
+
+    /// An xrun happened: same flush and bump as [`on_activation`](Self::on_activation).
+    pub fn on_xrun(&mut self) -> Option<Reservation> {
+        self.bump()
+    }
+
+    /// The audio period changed (buffer-size change), also in fixed mode.
+    /// The reservation period follows (x D). In fixed mode the budget is
+    /// recomputed; in feedback mode the budget and an explicitly set
+    /// deadline are scaled by new/old period (the bandwidth stays the same),
+    /// the window, whose samples were per *old* cycle, is flushed and refilled
+    /// (warm-up). A deadline equal to the period stays equal to it. Returns
+    /// the new reservation (`None` if nothing changed or `period_ns` is 0).
+    pub fn set_audio_period(&mut self, period_ns: u64) -> Option<Reservation> {
+        if period_ns == 0 || period_ns == self.cfg.audio_period_ns {
+            return None;
+        }
+        let old = self.res;
+        self.cfg.audio_period_ns = period_ns;
+        let period = self.cfg.reservation_period_ns();
+        let ratio = period as f64 / old.period_ns.max(1) as f64;
+        self.res.period_ns = period;
+        self.res.deadline_ns = if old.deadline_ns == old.period_ns {
+            period
+        } else {
+            scale(old.deadline_ns, ratio).clamp(MIN_RUNTIME_NS.min(period), period)
+        };
+        if self.cfg.fixed_pct.is_some() {
+            self.wanted_ns = self.fixed_ns();
+        } else {
+            self.predictor.flush();
+            self.predicted_ns = scale(self.predicted_ns, ratio);
+            self.wanted_ns = self.clamp(scale(self.wanted_ns, ratio));
+        }
+        self.res.runtime_ns = self.wanted_ns.min(self.res.deadline_ns);
+        (self.res != old).then_some(self.res)
+    }
+
+    /// Sets the relative deadline (critical-path mode), clamped to [1024 ns,
+    /// period]; the runtime is clamped to <= deadline (and restored when the
+    /// deadline is raised again). Returns the new reservation if it changed.
+    pub fn set_deadline(&mut self, deadline_ns: u64) -> Option<Reservation> {
+        let period = self.res.period_ns;
+        let d = deadline_ns.clamp(MIN_RUNTIME_NS.min(period), period);
+        let old = self.res;
+        self.res.deadline_ns = d;
+        self.res.runtime_ns = self.wanted_ns.min(d);
+        (self.res != old).then_some(self.res)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: u64 = 2_666_667;
+
+    fn run(c: &mut Controller, load: u64, cycles: usize) -> Vec<(usize, Reservation)> {
+        (0..cycles)
+            .filter_map(|i| c.cycle_begin(load).map(|r| (i, r)))
+            .collect()
+    }
+
+    fn converged(load: u64) -> Controller {
+        let mut c = Controller::new(ControllerConfig::default());
+        run(&mut c, load, 200);
+        c
+    }
+
+    #[test]
+    fn initial_state() {
+        let c = Controller::new(ControllerConfig::default());
+        assert_eq!(
+            c.reservation(),
+            Reservation {
+                runtime_ns: 666_667,
+                deadline_ns: P,
+                period_ns: P
+            }
+        );
+        assert_eq!(c.predicted_ns(), 0);
+        assert!(c.warming_up());
+        assert_eq!(
+            c.reservation().policy(true),
+            Policy::Deadline {
+                runtime_ns: 666_667,
+                deadline_ns: P,
+                period_ns: P,
+                reclaim: true
+            }
+        );
+        assert!((c.reservation().bandwidth() - 0.25).abs() < 1e-6);
+    }
+
+    #[test]
+    fn constant_load_converges_to_prediction_plus_overprovision() {
+        let mut c = Controller::new(ControllerConfig::default());
+        let changes = run(&mut c, 300_000, 300);
+        // Held at the initial 25% while the window fills, then one change.
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!(changes[0].0, 99);
+        assert_eq!(changes[0].1.runtime_ns, 330_000);
+        assert_eq!(c.reservation().runtime_ns, 330_000);
+        assert_eq!(c.predicted_ns(), 300_000);
+        assert!(!c.warming_up());
+    }
+
+    #[test]
+    fn warm_up_follows_a_load_above_the_held_budget() {
+        let mut c = Controller::new(ControllerConfig::default());
+        let r = c.cycle_begin(1_000_000).expect("raised at once");
+        assert_eq!(r.runtime_ns, 1_100_000);
+    }
+
+    #[test]
+    fn step_up_and_down_follow_within_the_window() {
+        let mut c = converged(300_000);
+        // Up: 99th percentile of 100 reaches the new level after 2 samples.
+        let up = run(&mut c, 600_000, 100);
+        assert_eq!(up.len(), 1);
+        assert!(up[0].0 < 100);
+        assert_eq!(c.reservation().runtime_ns, 660_000);
+        // Down: the old level leaves the window after at most `window` cycles.
+        let down = run(&mut c, 200_000, 100);
+        assert_eq!(down.len(), 1, "{down:?}");
+        assert!(down[0].0 < 100);
+        assert_eq!(c.reservation().runtime_ns, 220_000);
+        assert_eq!(c.predicted_ns(), 200_000);
+    }
+
+    #[test]
+    fn a_single_spike_is_ignored_below_the_100th_percentile() {
+        let mut c = converged(300_000);
+        assert_eq!(c.cycle_begin(2_000_000), None);
+        assert!(run(&mut c, 300_000, 150).is_empty());
+        assert_eq!(c.reservation().runtime_ns, 330_000);
+
+        let cfg = ControllerConfig {
+            percentile: 100.0,
+            ..Default::default()
+        };
+        let mut c = Controller::new(cfg);
+        run(&mut c, 300_000, 200);
+        assert_eq!(c.reservation().runtime_ns, 330_000);
+        let r = c.cycle_begin(2_000_000).expect("spike moves the max");
+        assert_eq!(r.runtime_ns, 2_200_000);
+        // ... and leaves with the window.
+        let back = run(&mut c, 300_000, 100);
+        assert_eq!(back.last().map(|x| x.1.runtime_ns), Some(330_000));
+    }
+
+    #[test]
+    fn new_client_flushes_and_bumps_20_percent() {
+        let mut c = converged(300_000);
+        let r = c.on_activation().expect("bumped");
+        assert_eq!(r.runtime_ns, 396_000);
+        assert!(c.warming_up());
+        // Held while the window refills (the lower prediction is not trusted yet) ...
+        assert!(run(&mut c, 300_000, 99).is_empty());
+        assert_eq!(c.reservation().runtime_ns, 396_000);
+        // ... then back to the prediction once full.
+        assert_eq!(c.cycle_begin(300_000).map(|r| r.runtime_ns), Some(330_000));
+    }
+
+    #[test]
+    fn new_client_bumps_10_percent_at_the_minimum() {
+        let mut c = converged(10_000);
+        let min = 133_333; // 5% of 2_666_667
+        assert_eq!(c.reservation().runtime_ns, min);
+        assert_eq!(c.on_activation().map(|r| r.runtime_ns), Some(146_666));
+    }
+
+    #[test]
+    fn xrun_bumps() {
+        let mut c = converged(500_000);
+        assert_eq!(c.reservation().runtime_ns, 550_000);
+        assert_eq!(c.on_xrun().map(|r| r.runtime_ns), Some(660_000));
+        assert_eq!(c.on_xrun().map(|r| r.runtime_ns), Some(792_000));
+        assert!(c.warming_up());
+    }
+
+    #[test]
+    fn clamps_at_min_and_max() {
+        let c = converged(1_000);
+        assert_eq!(c.reservation().runtime_ns, 133_333);
+        let mut c = converged(5_000_000);
+        assert_eq!(c.reservation().runtime_ns, 2_400_000); // 90%
+        assert_eq!(c.predicted_ns(), 5_000_000);
+        assert_eq!(c.on_xrun(), None, "already at the maximum");
+        assert_eq!(c.reservation().runtime_ns, 2_400_000);
+    }
+
+    #[test]
+    fn fixed_mode_ignores_the_trace() {
+        let cfg = ControllerConfig {
+            fixed_pct: Some(30.0),
+            ..Default::default()
+        };
+        let mut c = Controller::new(cfg);
+        assert_eq!(c.reservation().runtime_ns, 800_000);
+        for load in [0, 10_000, 2_000_000, 9_000_000] {
+            assert!(run(&mut c, load, 150).is_empty());
+        }
+        assert_eq!(c.on_activation(), None);
+        assert_eq!(c.on_xrun(), None);
+        assert_eq!(c.predicted_ns(), 0);
+        assert_eq!(c.reservation().runtime_ns, 800_000);
+        assert_eq!(c.set_audio_period(P), None);
+        let r = c.set_audio_period(2 * P).expect("period changed");
+        assert_eq!(
+            r,
+            Reservation {
+                runtime_ns: 1_600_000,
+                deadline_ns: 2 * P,
+                period_ns: 2 * P
+            }
+        );
+        // Capped at max_pct.
+        let c = Controller::new(ControllerConfig {
+            fixed_pct: Some(99.0),
+            ..Default::default()
+        });
+        assert_eq!(c.reservation().runtime_ns, 2_400_000);
+    }
+
+    #[test]
+    fn small_moves_stay_below_the_threshold() {
+        let mut c = converged(300_000);
+        // 310 us -> 341 us: 3.3% of 330 us.
+        assert!(run(&mut c, 310_000, 200).is_empty());
+        assert_eq!(c.reservation().runtime_ns, 330_000);
+        assert_eq!(c.predicted_ns(), 310_000);
+        // 320 us -> 352 us: 6.7%.
+        let moved = run(&mut c, 320_000, 10);
+        assert_eq!(moved.len(), 1);
+        assert_eq!(c.reservation().runtime_ns, 352_000);
+    }
+
+    #[test]
+    fn multiplier_scales_period_and_budget() {
+        let cfg = ControllerConfig {
+            multiplier: 2,
+            ..Default::default()
+        };
+        let mut c = Controller::new(cfg);
+        assert_eq!(c.reservation().period_ns, 2 * P);
+        run(&mut c, 300_000, 200);
+        assert_eq!(c.predicted_ns(), 600_000);
+        assert_eq!(
+            c.reservation(),
+            Reservation {
+                runtime_ns: 660_000,
+                deadline_ns: 2 * P,
+                period_ns: 2 * P
+            }
+        );
+    }
+
+    #[test]
+    fn deadline_clamps_the_runtime() {
+        let mut c = converged(300_000);
+        let r = c.set_deadline(200_000).expect("changed");
+        assert_eq!((r.runtime_ns, r.deadline_ns), (200_000, 200_000));
+        assert_eq!(c.set_deadline(200_000), None);
+        let r = c.set_deadline(10 * P).expect("changed");
+        assert_eq!((r.runtime_ns, r.deadline_ns), (330_000, P));
+        let r = c.set_deadline(1_000_000).expect("changed");
+        assert_eq!(
+            (r.runtime_ns, r.deadline_ns, r.period_ns),
+            (330_000, 1_000_000, P)
+        );
+    }
+
+    #[test]
+    fn period_change_in_feedback_mode_scales_and_refills() {
+        let mut c = converged(300_000);
+        c.set_deadline(1_000_000);
+        let r = c.set_audio_period(2 * P).expect("changed");
+        assert_eq!(
+            r,
+            Reservation {
+                runtime_ns: 660_000,
+                deadline_ns: 2_000_000,
+                period_ns: 2 * P
+            }
+        );
+        assert!(c.warming_up());
+        // The doubled load per (longer) cycle is what the scaled budget expected.
+        assert!(run(&mut c, 600_000, 200).is_empty());
+        assert_eq!(c.reservation().runtime_ns, 660_000);
+    }
+
+    #[test]
+    fn reset_restores_the_initial_state() {
+        let mut c = converged(300_000);
+        c.reset();
+        assert_eq!(
+            c.reservation(),
+            Controller::new(ControllerConfig::default()).reservation()
+        );
+        assert!(c.warming_up());
+    }
+}

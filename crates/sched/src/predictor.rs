@@ -1,0 +1,215 @@
+//! Moving-window percentile predictor (thesis 3.4.4).
+//!
+//! Keeps the last `window` samples and predicts the next one as their
+//! `percentile`-th percentile (nearest rank). With percentile 100 this is the
+//! window maximum; below 100 it ignores the largest `(100 - p)%` of the window,
+//! so a rare spike does not move the prediction.
+//!
+//! Threads: owned by one [`crate::Controller`] on the driver thread.
+//! [`Predictor::new`] allocates; [`push`](Predictor::push),
+//! [`predict`](Predictor::predict) and [`flush`](Predictor::flush) never
+//! allocate and are O(window): a ring of samples in arrival order plus a
+//! sorted copy maintained by binary search and one shift per insertion and
+//! removal.
+
+/// See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct Predictor {
+    /// Samples in arrival order; `ring[head]` is the oldest once full.
+    ring: Vec<u64>,
+    /// Next write position in `ring`.
+    head: usize,
+    /// The same samples, sorted ascending (capacity `window`, never grown).
+    sorted: Vec<u64>,
+    window: usize,
+    percentile: f64,
+}
+
+impl Predictor {
+    /// A predictor over the last `window` samples (at least 1) predicting
+    /// their `percentile`-th percentile, 0..=100 (clamped; NaN counts as 100).
+    /// Allocates two buffers of `window` samples.
+    pub fn new(window: usize, percentile: f64) -> Self {
+        let window = window.max(1);
+        let percentile = if percentile.is_nan() {
+            100.0
+        } else {
+            percentile.clamp(0.0, 100.0)
+        };
+        Predictor {
+            ring: Vec::with_capacity(window),
+            head: 0,
+            sorted: Vec::with_capacity(window),
+            window,
+            percentile,
+        }
+    }
+
+    /// Adds a sample, dropping the oldest when the window is full. No allocation.
+    pub fn push(&mut self, sample_ns: u64) {
+        if self.ring.len() < self.window {
+            self.ring.push(sample_ns);
+        } else {
+            let old = std::mem::replace(&mut self.ring[self.head], sample_ns);
+            // The sorted copy holds exactly the ring's values, so `old` is there.
+            if let Ok(i) = self.sorted.binary_search(&old) {
+                self.sorted.remove(i);
+            }
+        }
+        self.head = (self.head + 1) % self.window;
+        let at = self.sorted.partition_point(|&v| v <= sample_ns);
+        self.sorted.insert(at, sample_ns);
+        debug_assert_eq!(self.sorted.len(), self.ring.len());
+        debug_assert!(self.sorted.capacity() == self.window && self.ring.capacity() == self.window);
+    }
+
+    /// The nearest-rank percentile of the window: the smallest sample such
+    /// that at least `percentile`% of the window is <= it (rank
+    /// `ceil(p/100 * n)`, at least 1). `None` when empty.
+    pub fn predict(&self) -> Option<u64> {
+        let n = self.sorted.len();
+        if n == 0 {
+            return None;
+        }
+        Some(self.sorted[nearest_rank(self.percentile, n) - 1])
+    }
+
+    /// Forgets every sample (a new client joined, an xrun happened).
+    pub fn flush(&mut self) {
+        self.ring.clear();
+        self.sorted.clear();
+        self.head = 0;
+    }
+
+    /// Number of samples held (at most `window`).
+    pub fn len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// No samples held.
+    pub fn is_empty(&self) -> bool {
+        self.ring.is_empty()
+    }
+
+    /// Whether the window is full.
+    pub fn is_full(&self) -> bool {
+        self.ring.len() == self.window
+    }
+
+    /// Window length (samples).
+    pub fn window(&self) -> usize {
+        self.window
+    }
+
+    /// Percentile predicted (0..=100).
+    pub fn percentile(&self) -> f64 {
+        self.percentile
+    }
+}
+
+/// 1-based nearest rank of the `p`-th percentile among `n` > 0 sorted values.
+pub fn nearest_rank(p: f64, n: usize) -> usize {
+    // The small tolerance keeps e.g. 0.99 * 100 = 99.00000000000001 at rank 99.
+    let r = (p / 100.0 * n as f64 - 1e-9).ceil();
+    (r.max(1.0) as usize).min(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn naive(samples: &[u64], window: usize, p: f64) -> Option<u64> {
+        let start = samples.len().saturating_sub(window);
+        let mut w = samples[start..].to_vec();
+        if w.is_empty() {
+            return None;
+        }
+        w.sort_unstable();
+        Some(w[nearest_rank(p, w.len()) - 1])
+    }
+
+    #[test]
+    fn empty_predicts_none() {
+        let mut p = Predictor::new(4, 99.0);
+        assert_eq!(p.predict(), None);
+        assert!(p.is_empty());
+        p.push(5);
+        assert_eq!(p.predict(), Some(5));
+        p.flush();
+        assert_eq!(p.predict(), None);
+        assert_eq!(p.len(), 0);
+    }
+
+    #[test]
+    fn nearest_rank_examples() {
+        assert_eq!(nearest_rank(99.0, 100), 99);
+        assert_eq!(nearest_rank(100.0, 100), 100);
+        assert_eq!(nearest_rank(50.0, 4), 2);
+        assert_eq!(nearest_rank(50.0, 5), 3);
+        assert_eq!(nearest_rank(0.0, 5), 1);
+        assert_eq!(nearest_rank(99.0, 10), 10);
+    }
+
+    #[test]
+    fn window_slides() {
+        let mut p = Predictor::new(3, 100.0);
+        for s in [10, 1, 1] {
+            p.push(s);
+        }
+        assert_eq!(p.predict(), Some(10));
+        p.push(2); // 10 leaves
+        assert_eq!(p.predict(), Some(2));
+        assert_eq!(p.len(), 3);
+        assert!(p.is_full());
+    }
+
+    #[test]
+    fn percentile_ignores_a_spike() {
+        let mut p = Predictor::new(100, 99.0);
+        for i in 0..100 {
+            p.push(if i == 50 { 1_000_000 } else { 100 });
+        }
+        assert_eq!(p.predict(), Some(100));
+        let mut p = Predictor::new(100, 100.0);
+        for i in 0..100 {
+            p.push(if i == 50 { 1_000_000 } else { 100 });
+        }
+        assert_eq!(p.predict(), Some(1_000_000));
+    }
+
+    #[test]
+    fn clamps_arguments() {
+        let p = Predictor::new(0, f64::NAN);
+        assert_eq!((p.window(), p.percentile()), (1, 100.0));
+        assert_eq!(Predictor::new(3, 250.0).percentile(), 100.0);
+        assert_eq!(Predictor::new(3, -1.0).percentile(), 0.0);
+    }
+
+    proptest! {
+        #[test]
+        fn matches_naive_sort(
+            window in 1usize..40,
+            p in 0.0f64..=100.0,
+            samples in proptest::collection::vec(0u64..50, 0..200),
+        ) {
+            let mut pred = Predictor::new(window, p);
+            let ring_ptr = pred.sorted.as_ptr();
+            prop_assert_eq!(pred.predict(), None);
+            for (i, &s) in samples.iter().enumerate() {
+                pred.push(s);
+                prop_assert_eq!(pred.len(), (i + 1).min(window));
+                prop_assert_eq!(pred.predict(), naive(&samples[..=i], window, p));
+            }
+            // Never reallocated.
+            prop_assert_eq!(pred.sorted.as_ptr(), ring_ptr);
+            pred.flush();
+            prop_assert!(pred.is_empty());
+            prop_assert_eq!(pred.predict(), None);
+            for (i, &s) in samples.iter().enumerate().take(5) {
+                pred.push(s);
+                prop_assert_eq!(pred.predict(), naive(&samples[..=i], window, p));
+            }
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! Reservations of the graph's real-time threads, owned by the driver thread.
+//!
+//! Every real-time thread of the graph gets its own reservation: the driver
+//! thread (slot 0) and each active client's process thread (its slot). With
+//! `--sched deadline` each has a [`Controller`] that, at every cycle begin,
+//! feeds the CPU time the thread used in the last cycle into its predictor and
+//! returns a new SCHED_DEADLINE reservation when the budget moved past the
+//! threshold; only then is `sched_setattr` called. New clients and xruns flush
+//! the window and bump the budget (thesis 3.4.5). An own [`Ledger`] keeps the
+//! admitted bandwidth; a refused reservation leaves that one thread on
+//! SCHED_FIFO (then SCHED_OTHER) and is reported with what was asked and free.
+//!
+//! Threads: [`Reservations::cycle_begin`] and the command handling run on the
+//! driver thread (real-time): all state is preallocated; the only syscalls
+//! are the rare `sched_setattr`s. The control side talks to it through a
+//! lock-free command ring ([`Command`]) and reads [`ResStat`] atomics.
+
+use crate::engine::RtEvent;
+use resound_protocol::shm::View;
+use resound_protocol::sync::Ordering;
+use resound_sched::{Controller, ControllerConfig, Ledger, Policy, Reservation};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
+use std::sync::Arc;
+
+/// Scheduling mode of the graph's real-time threads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// SCHED_DEADLINE reservations with (unless fixed) feedback-controlled budgets.
+    Deadline {
+        /// Controller settings (period, overprovision, window, fixed, reclaim...).
+        cfg: ControllerConfig,
+        /// Priority for threads whose reservation is refused.
+        fallback_priority: i32,
+    },
+    /// SCHED_FIFO at this priority (driver; clients one less, applied by themselves).
+    Fifo(i32),
+    /// SCHED_OTHER.
+    Other,
+}
+
+/// Requests from the control side to the driver thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// A client's process thread `tid` (already checked to belong to the client) joined the graph.
+    Attach {
+        /// Client slot.
+        slot: u32,
+        /// Kernel thread id.
+        tid: i32,
+    },
+    /// The client left the graph (deactivated, closed or died).
+    Detach {
+        /// Client slot.
+        slot: u32,
+    },
+    /// New relative deadline for a slot's reservation (critical-path mode).
+    SetDeadline {
+        /// Slot.
+        slot: u32,
+        /// Relative deadline (ns).
+        deadline_ns: u64,
+    },
+}
+
+/// `ResStat::kind` values.
+pub mod kind {
+    /// No thread attached.
+    pub const NONE: u32 = 0;
+    /// SCHED_OTHER.
+    pub const OTHER: u32 = 1;
+    /// SCHED_FIFO.
+    pub const FIFO: u32 = 2;
+    /// SCHED_DEADLINE.
+    pub const DEADLINE: u32 = 3;
+}
+
+/// Per-slot figures the driver publishes for status and the profiler.
+/// Writer: driver thread. Readers: control threads.
+#[derive(Default)]
+pub struct ResStat {
+    /// Kernel thread id (0: none).
+    pub tid: AtomicI32,
+    /// [`kind`] value.
+    pub kind: AtomicU32,
+    /// Reservation period (ns).
+    pub period_ns: AtomicU64,
+    /// Budget set in the kernel (runtime per period, ns).
+    pub budget_ns: AtomicU64,
+    /// Relative deadline set (ns).
+    pub deadline_ns: AtomicU64,
+    /// Last prediction, scaled to the reservation period (ns).
+    pub predicted_ns: AtomicU64,
+    /// CPU time used in the last cycle (ns).
+    pub used_ns: AtomicU64,
+    /// Cycles in which the thread used at least its whole per-cycle budget (so it was, or would have been, throttled).
+    pub throttles: AtomicU64,
+    /// Xruns attributed to this thread.
+    pub xruns: AtomicU64,
+    /// `sched_setattr` calls made for it.
+    pub updates: AtomicU64,
+}
+
+/// The driver thread's reservation state.
+pub struct Reservations {
+    mode: Mode,
+    controllers: Vec<Controller>,
+    tids: Vec<i32>,
+    ledger: Ledger,
+    stats: Arc<[ResStat]>,
+    commands: rtrb::Consumer<Command>,
+    audio_period_ns: u64,
+    reclaim: bool,
+    /// Client threads whose reservation was refused: (slot, tid), retried every [`RETRY_CYCLES`].
+    pending: Vec<(u32, i32)>,
+    cycles: u64,
+}
+
+/// How often refused reservations are retried (cycles).
+pub const RETRY_CYCLES: u64 = 200;
+
+impl Reservations {
+    /// Builds the state for `slots` slots (allocates; call before the driver loop).
+    pub fn new(
+        mode: Mode,
+        slots: usize,
+        ledger: Ledger,
+        stats: Arc<[ResStat]>,
+        commands: rtrb::Consumer<Command>,
+    ) -> Self {
+        let (controllers, audio_period_ns, reclaim) = match mode {
+            Mode::Deadline { cfg, .. } => (
+                (0..slots).map(|_| Controller::new(cfg)).collect(),
+                cfg.audio_period_ns,
+                cfg.reclaim,
+            ),
+            _ => (Vec::new(), 0, false),
+        };
+        Reservations {
+            mode,
+            controllers,
+            tids: vec![0; slots],
+            ledger,
+            stats,
+            commands,
+            audio_period_ns,
+            reclaim,
+            pending: Vec::with_capacity(slots),
+            cycles: 0,
+        }
+    }
+
+    /// The mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Driver thread, before its loop: puts the driver itself (slot 0, the
+    /// calling thread) under its policy. Returns the policy description for
+    /// status (not real-time: builds a string).
+    pub fn start_driver(&mut self, tid: i32, emit: &mut impl FnMut(RtEvent)) -> String {
+        match self.mode {
+            Mode::Deadline {
+                fallback_priority, ..
+            } => {
+                self.controllers[0].on_activation();
+                if self.attach_deadline(0, tid, emit) {
+                    self.controllers[0]
+                        .reservation()
+                        .policy(self.reclaim)
+                        .describe()
+                } else {
+                    self.fallback_desc(fallback_priority)
+                }
+            }
+            Mode::Fifo(p) => self.fallback_desc(p),
+            Mode::Other => {
+                self.set_kind(0, resound_protocol::rt::gettid(), kind::OTHER);
+                "SCHED_OTHER".into()
+            }
+        }
+    }
+
+    /// The driver's FIFO/OTHER policy, described.
+    fn fallback_desc(&mut self, prio: i32) -> String {
+        if self.fallback(0, 0, prio) {
+            format!("SCHED_FIFO {prio}")
+        } else {
+            format!("SCHED_OTHER (SCHED_FIFO {prio} not permitted)")
+        }
+    }
+
+    fn set_kind(&self, slot: u32, tid: i32, k: u32) {
+        if let Some(s) = self.stats.get(slot as usize) {
+            s.tid.store(tid, Ordering::Relaxed);
+            s.kind.store(k, Ordering::Relaxed);
+            if k != kind::DEADLINE {
+                s.budget_ns.store(0, Ordering::Relaxed);
+                s.period_ns.store(0, Ordering::Relaxed);
+                s.deadline_ns.store(0, Ordering::Relaxed);
+                s.predicted_ns.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// SCHED_FIFO at `prio`, else SCHED_OTHER, for the driver (tid 0 = calling
+    /// thread) or a client thread. True for FIFO. Real-time safe.
+    fn fallback(&mut self, slot: u32, tid: i32, prio: i32) -> bool {
+        let real_tid = if tid == 0 {
+            resound_protocol::rt::gettid()
+        } else {
+            tid
+        };
+        if apply_rt(tid, &Policy::Fifo { priority: prio }).is_ok() {
+            self.set_kind(slot, real_tid, kind::FIFO);
+            true
+        } else {
+            let _ = apply_rt(tid, &Policy::Other);
+            self.set_kind(slot, real_tid, kind::OTHER);
+            false
+        }
+    }
+
+    /// Admits and applies the slot's current reservation to `tid` (0 = calling
+    /// thread). False if refused. Real-time safe.
+    fn attach_deadline(&mut self, slot: u32, tid: i32, emit: &mut impl FnMut(RtEvent)) -> bool {
+        let r = self.controllers[slot as usize].reservation();
+        let real_tid = if tid == 0 {
+            resound_protocol::rt::gettid()
+        } else {
+            tid
+        };
+        if let Err(e) = self.ledger.reserve(real_tid, r.bandwidth()) {
+            emit(RtEvent::Refused {
+                slot,
+                asked_ppm: ppm(e.asked),
+                free_ppm: ppm(e.free),
+                errno: 0,
+            });
+            return false;
+        }
+        match apply_rt(tid, &r.policy(self.reclaim)) {
+            Ok(()) => {
+                self.tids[slot as usize] = real_tid;
+                self.set_kind(slot, real_tid, kind::DEADLINE);
+                self.publish(slot, &r);
+                emit(RtEvent::Reserved {
+                    slot,
+                    runtime_ns: r.runtime_ns,
+                    period_ns: r.period_ns,
+                });
+                true
+            }
+            Err(errno) => {
+                self.ledger.release(real_tid);
+                emit(RtEvent::Refused {
+                    slot,
+                    asked_ppm: ppm(r.bandwidth()),
+                    free_ppm: ppm(self.ledger.free()),
+                    errno,
+                });
+                false
+            }
+        }
+    }
+
+    fn publish(&self, slot: u32, r: &Reservation) {
+        let s = &self.stats[slot as usize];
+        s.budget_ns.store(r.runtime_ns, Ordering::Relaxed);
+        s.period_ns.store(r.period_ns, Ordering::Relaxed);
+        s.deadline_ns.store(r.deadline_ns, Ordering::Relaxed);
+        s.predicted_ns.store(
+            self.controllers[slot as usize].predicted_ns(),
+            Ordering::Relaxed,
+        );
+        s.updates.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Applies a new reservation to an attached slot (real-time: one admission check, one syscall).
+    fn update(&mut self, slot: u32, r: Reservation, emit: &mut impl FnMut(RtEvent)) {
+        let tid = self.tids[slot as usize];
+        if tid == 0 {
+            return;
+        }
+        let old = self.ledger.get(tid).unwrap_or(0.0);
+        if let Err(e) = self.ledger.reserve(tid, r.bandwidth()) {
+            emit(RtEvent::Refused {
+                slot,
+                asked_ppm: ppm(e.asked),
+                free_ppm: ppm(e.free),
+                errno: 0,
+            });
+            return;
+        }
+        match apply_rt(tid, &r.policy(self.reclaim)) {
+            Ok(()) => self.publish(slot, &r),
+            Err(libc::ESRCH) => {
+                // The thread is gone (its client died): forget it.
+                self.ledger.release(tid);
+                self.tids[slot as usize] = 0;
+                self.set_kind(slot, 0, kind::NONE);
+            }
+            Err(errno) => {
+                let _ = self.ledger.reserve(tid, old);
+                emit(RtEvent::Refused {
+                    slot,
+                    asked_ppm: ppm(r.bandwidth()),
+                    free_ppm: ppm(self.ledger.free()),
+                    errno,
+                });
+            }
+        }
+    }
+
+    /// Driver thread, at cycle begin: handles commands, then runs every
+    /// attached controller on last cycle's CPU time. `prev_cycle` is the cycle
+    /// that just ended (0 before the first).
+    pub fn cycle_begin(&mut self, view: &View, prev_cycle: u64, emit: &mut impl FnMut(RtEvent)) {
+        for _ in 0..16 {
+            let Ok(cmd) = self.commands.pop() else { break };
+            self.command(cmd, emit);
+        }
+        let Mode::Deadline { .. } = self.mode else {
+            self.record_used(view, prev_cycle);
+            return;
+        };
+        self.cycles += 1;
+        if self.cycles % RETRY_CYCLES == 0 && !self.pending.is_empty() {
+            self.retry_pending(emit);
+        }
+        let period = view.header().period_ns.load(Ordering::Relaxed);
+        if period != self.audio_period_ns && period > 0 {
+            self.audio_period_ns = period;
+            for slot in 0..self.tids.len() as u32 {
+                if let Some(r) = self.controllers[slot as usize].set_audio_period(period) {
+                    self.update(slot, r, emit);
+                }
+            }
+        }
+        for slot in 0..self.tids.len() as u32 {
+            if self.tids[slot as usize] == 0 {
+                continue;
+            }
+            let Some(rec) = view.record(slot) else {
+                continue;
+            };
+            // The driver's own figure is always its last cycle; a client's only
+            // when it completed that cycle (a late one is handled as an xrun).
+            if slot != 0 && rec.finished_cycle.load(Ordering::Acquire) != prev_cycle {
+                continue;
+            }
+            let used = rec.cpu_ns.load(Ordering::Relaxed);
+            let s = &self.stats[slot as usize];
+            s.used_ns.store(used, Ordering::Relaxed);
+            let c = &mut self.controllers[slot as usize];
+            let per_cycle_budget = c.reservation().runtime_ns / c.config().multiplier.max(1) as u64;
+            if used >= per_cycle_budget {
+                s.throttles.fetch_add(1, Ordering::Relaxed);
+            }
+            let next = c.cycle_begin(used);
+            s.predicted_ns.store(c.predicted_ns(), Ordering::Relaxed);
+            if let Some(r) = next {
+                self.update(slot, r, emit);
+            }
+        }
+    }
+
+    /// Without reservations, still publish the CPU used per thread for status.
+    fn record_used(&self, view: &View, prev_cycle: u64) {
+        for (slot, s) in self.stats.iter().enumerate() {
+            if s.kind.load(Ordering::Relaxed) == kind::NONE {
+                continue;
+            }
+            if let Some(rec) = view.record(slot as u32) {
+                if slot == 0 || rec.finished_cycle.load(Ordering::Acquire) == prev_cycle {
+                    s.used_ns
+                        .store(rec.cpu_ns.load(Ordering::Relaxed), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    fn command(&mut self, cmd: Command, emit: &mut impl FnMut(RtEvent)) {
+        match (cmd, self.mode) {
+            (
+                Command::Attach { slot, tid },
+                Mode::Deadline {
+                    fallback_priority, ..
+                },
+            ) if (slot as usize) < self.tids.len() => {
+                self.detach(slot);
+                self.controllers[slot as usize].on_activation();
+                if !self.attach_deadline(slot, tid, emit) {
+                    let fifo = self.fallback(slot, tid, (fallback_priority - 1).max(1));
+                    if self.pending.len() < self.pending.capacity() {
+                        self.pending.push((slot, tid));
+                    }
+                    emit(RtEvent::Fallback { slot, fifo });
+                }
+            }
+            (Command::Attach { slot, tid }, mode) if (slot as usize) < self.tids.len() => {
+                // fifo/other: the client applied its own policy; just record it.
+                let k = if matches!(mode, Mode::Fifo(_)) {
+                    kind::FIFO
+                } else {
+                    kind::OTHER
+                };
+                self.set_kind(slot, tid, k);
+            }
+            (Command::Detach { slot }, _) if (slot as usize) < self.tids.len() => self.detach(slot),
+            (Command::SetDeadline { slot, deadline_ns }, Mode::Deadline { .. })
+                if (slot as usize) < self.tids.len() =>
+            {
+                if let Some(r) = self.controllers[slot as usize].set_deadline(deadline_ns) {
+                    self.update(slot, r, emit);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Tries again to give refused client threads their reservation (the
+    /// others' budgets may have shrunk since). Real-time safe.
+    fn retry_pending(&mut self, emit: &mut impl FnMut(RtEvent)) {
+        let mut i = 0;
+        while i < self.pending.len() {
+            let (slot, tid) = self.pending[i];
+            let r = self.controllers[slot as usize].reservation();
+            if self.ledger.free() + 1e-9 >= r.bandwidth() && self.attach_deadline(slot, tid, emit) {
+                self.pending.swap_remove(i);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
+    /// Forgets a slot's thread. The thread itself drops its reservation
+    /// while running (resetting a sleeping deadline thread from another
+    /// thread can leak admission bandwidth), or exits.
+    fn detach(&mut self, slot: u32) {
+        self.pending.retain(|&(s, _)| s != slot);
+        let tid = std::mem::replace(&mut self.tids[slot as usize], 0);
+        if tid != 0 {
+            self.ledger.release(tid);
+        }
+        self.set_kind(slot, 0, kind::NONE);
+    }
+
+    /// An xrun attributed to `slot`: flush and bump its budget.
+    pub fn on_xrun(&mut self, slot: u32, emit: &mut impl FnMut(RtEvent)) {
+        if let Some(s) = self.stats.get(slot as usize) {
+            s.xruns.fetch_add(1, Ordering::Relaxed);
+        }
+        if !matches!(self.mode, Mode::Deadline { .. })
+            || self.tids.get(slot as usize).copied().unwrap_or(0) == 0
+        {
+            return;
+        }
+        if let Some(r) = self.controllers[slot as usize].on_xrun() {
+            self.update(slot, r, emit);
+        }
+    }
+
+    /// Bandwidth currently admitted by the ledger (CPUs).
+    pub fn ledger_used(&self) -> f64 {
+        self.ledger.used()
+    }
+}
+
+fn ppm(x: f64) -> u32 {
+    (x * 1e6).round().clamp(0.0, u32::MAX as f64) as u32
+}
+
+/// sched_setattr without allocating (the driver thread runs under the
+/// no-allocation guard): Err carries the errno.
+fn apply_rt(tid: i32, p: &Policy) -> Result<(), i32> {
+    resound_sched::policy::set_attr(tid, &p.to_attr())
+}
