@@ -28,8 +28,14 @@
 //! Without this the bump would be undone by the very next cycle, predicted
 //! from a single sample.
 //!
-//! **Initial budget**: `fixed_pct` when fixed, else [`INITIAL_PCT`] (25%) of
+//! **Initial budget**: `fixed_pct` when fixed, else `initial_pct` (default [`INITIAL_PCT`], 10%) of
 //! the period clamped to [min, max]; initial deadline = period.
+//!
+//! **Kernel behaviour to keep in mind**: a budget raised while the thread is
+//! throttled takes effect only at its old replenishment time (the kernel
+//! keeps the old deadline), and an overrun is caught at the next scheduler
+//! tick (4 ms at HZ=250) and repaid by throttling over the following periods.
+//! Overprovisioning (`-I`) and the xrun bump are what absorb this.
 //!
 //! Threads: lives on the driver thread. [`Controller::new`] allocates (the
 //! predictor's window); every other method is O(window) at most and never
@@ -40,7 +46,7 @@ use crate::predictor::Predictor;
 
 /// Initial budget in feedback mode, % of the reservation period, before
 /// anything is known about the thread.
-pub const INITIAL_PCT: f64 = 25.0;
+pub const INITIAL_PCT: f64 = 10.0;
 
 /// Controller settings (the server's `--sched deadline` options).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,6 +78,11 @@ pub struct ControllerConfig {
     pub percentile: f64,
     /// Ask for `SCHED_FLAG_RECLAIM` (informational here; see [`Reservation::policy`]).
     pub reclaim: bool,
+    /// Budget of a fresh controller, % of the reservation period (feedback mode).
+    /// Every thread has its own reservation, so a generous start multiplies:
+    /// the default stays small and the warm-up lets a heavier thread's budget
+    /// rise at once.
+    pub initial_pct: f64,
 }
 
 impl Default for ControllerConfig {
@@ -91,6 +102,7 @@ impl Default for ControllerConfig {
             window: 100,
             percentile: 99.0,
             reclaim: false,
+            initial_pct: INITIAL_PCT,
         }
     }
 }
@@ -191,7 +203,7 @@ impl Controller {
         };
         self.wanted_ns = match self.cfg.fixed_pct {
             Some(_) => self.fixed_ns(),
-            None => self.clamp(pct_of(period, INITIAL_PCT)),
+            None => self.clamp(pct_of(period, self.cfg.initial_pct)),
         };
         self.res.runtime_ns = self.wanted_ns.min(self.res.deadline_ns);
     }
@@ -234,7 +246,7 @@ impl Controller {
     /// Fixed budget: fixed_pct of the period, capped at max_pct (not raised to min_pct).
     fn fixed_ns(&self) -> u64 {
         let (_, hi) = self.limits();
-        let pct = self.cfg.fixed_pct.unwrap_or(INITIAL_PCT);
+        let pct = self.cfg.fixed_pct.unwrap_or(self.cfg.initial_pct);
         pct_of(self.res.period_ns, pct).clamp(MIN_RUNTIME_NS, hi)
     }
 
@@ -375,7 +387,7 @@ mod tests {
         assert_eq!(
             c.reservation(),
             Reservation {
-                runtime_ns: 666_667,
+                runtime_ns: 266_667,
                 deadline_ns: P,
                 period_ns: P
             }
@@ -385,20 +397,23 @@ mod tests {
         assert_eq!(
             c.reservation().policy(true),
             Policy::Deadline {
-                runtime_ns: 666_667,
+                runtime_ns: 266_667,
                 deadline_ns: P,
                 period_ns: P,
                 reclaim: true
             }
         );
-        assert!((c.reservation().bandwidth() - 0.25).abs() < 1e-6);
+        assert!((c.reservation().bandwidth() - 0.10).abs() < 1e-6);
     }
 
     #[test]
     fn constant_load_converges_to_prediction_plus_overprovision() {
-        let mut c = Controller::new(ControllerConfig::default());
+        let mut c = Controller::new(ControllerConfig {
+            initial_pct: 25.0,
+            ..ControllerConfig::default()
+        });
         let changes = run(&mut c, 300_000, 300);
-        // Held at the initial 25% while the window fills, then one change.
+        // Held at an initial 25% while the window fills, then one change.
         assert_eq!(changes.len(), 1, "{changes:?}");
         assert_eq!(changes[0].0, 99);
         assert_eq!(changes[0].1.runtime_ns, 330_000);

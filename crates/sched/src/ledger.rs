@@ -6,6 +6,13 @@
 //! server therefore keeps a [`Ledger`] of what *it* reserved per thread and
 //! refuses (with the figures) before asking the kernel.
 //!
+//! The ledger and the kernel can disagree briefly: [`Ledger::release`] frees
+//! the bandwidth at once, while the kernel gives a departing thread's
+//! bandwidth back at its 0-lag time, up to one reservation period later (see
+//! [`crate::policy`]). A reservation admitted here may therefore still be
+//! refused by the kernel (`EBUSY`) for that long; callers should keep the
+//! thread on its fallback policy and try again later rather than give up.
+//!
 //! Threads: built on the control thread ([`Ledger::from_system`] reads
 //! /proc and /sys); afterwards owned by the driver thread, where
 //! [`reserve`](Ledger::reserve), [`release`](Ledger::release) and

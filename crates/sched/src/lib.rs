@@ -27,14 +27,15 @@
 //! }
 //! ```
 //!
-//! Kernel facts this crate is written around (measured by
-//! `cargo run -p resound-sched --release --example kernel_pitfalls`):
-//! admission capacity is 0.95 per CPU minus the fair server; a deadline
-//! thread cannot create threads without `SCHED_FLAG_RESET_ON_FORK` (always
-//! set by [`apply`]); a thread should leave its reservation itself, while
-//! running ([`drop_own_reservation`]); overruns are enforced at tick
-//! granularity; a throttled thread keeps its old deadline across a budget
-//! change.
+//! Kernel facts this crate is written around (see [`policy`] for the list;
+//! measured by `cargo run -p resound-sched --release --example kernel_pitfalls`):
+//! admission capacity is 0.95 per CPU minus the fair server (1.80 on 2
+//! CPUs); a deadline thread cannot create threads without
+//! `SCHED_FLAG_RESET_ON_FORK` (always set by [`apply`]); a thread must leave
+//! its reservation itself, while running ([`drop_own_reservation`]), and its
+//! bandwidth comes back at its 0-lag time (up to a period later); overruns
+//! are enforced at tick granularity; a throttled thread keeps its old
+//! deadline across a budget change.
 
 pub mod controller;
 pub mod deadlines;

@@ -3,7 +3,9 @@
 //! Every test first checks [`deadline_permitted`]; when it is not, the test
 //! prints `SKIP: <reason>` and returns. The tests take one global lock: they
 //! all use the kernel's (global) admission bandwidth, so they must not run
-//! concurrently with each other.
+//! concurrently with each other. Bandwidth a thread gives back becomes
+//! admissible at its 0-lag time, up to one period after it left, so each
+//! test starts by waiting 25 ms (2.5 periods of the 10 ms used here).
 
 use resound_sched::policy::{
     get_attr, gettid, set_attr, SCHED_FLAG_RECLAIM, SCHED_FLAG_RESET_ON_FORK,
@@ -27,7 +29,18 @@ fn start(test: &str) -> Option<MutexGuard<'static, ()>> {
         println!("SKIP: {test}: SCHED_DEADLINE not usable here: {why}");
         return None;
     }
-    Some(KERNEL.lock().unwrap_or_else(|e| e.into_inner()))
+    let g = KERNEL.lock().unwrap_or_else(|e| e.into_inner());
+    std::thread::sleep(std::time::Duration::from_millis(25));
+    Some(g)
+}
+
+/// Scheduler state letter of one of our threads ('R', 'S', ...).
+fn thread_state(tid: i32) -> char {
+    let stat = std::fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    stat.rsplit(')')
+        .next()
+        .and_then(|s| s.trim().chars().next())
+        .unwrap_or('?')
 }
 
 const MS: u64 = 1_000_000;
@@ -66,11 +79,23 @@ impl Holder {
             }
             drop_own_reservation().expect("leaving own reservation");
         });
-        Holder {
+        let h = Holder {
             tid: trx.recv().unwrap(),
             jobs: Some(jtx),
             results: rrx,
             thread: Some(thread),
+        };
+        h.wait_sleeping();
+        h
+    }
+
+    /// Waits until the thread sleeps in its channel.
+    fn wait_sleeping(&self) {
+        for _ in 0..10_000 {
+            if thread_state(self.tid) == 'S' {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
         }
     }
 
@@ -265,7 +290,10 @@ fn drop_own_reservation_returns_the_bandwidth() {
     };
     let big = dl(9 * MS, 10 * MS);
     let a = Holder::new();
-    a.take(big).expect("first 0.9 CPU");
+    if let Err(e) = a.take(big) {
+        println!("SKIP: drop_own_reservation_returns_the_bandwidth: 0.9 CPU not free (other processes hold deadline bandwidth): {e}");
+        return;
+    }
     // Fill up so that a second 0.9 only fits if A's bandwidth comes back:
     // take the largest filler (in 1% steps) that is still admitted.
     let filler = Holder::new();
@@ -277,8 +305,9 @@ fn drop_own_reservation_returns_the_bandwidth() {
         }
     }
     let probe = Holder::new();
-    let before = probe.take(big);
-    let e = before.expect_err("0.9 more admitted with 0.9 + filler held");
+    let e = probe
+        .take(big)
+        .expect_err("0.9 more admitted with 0.9 + filler held");
     assert_eq!(e.kind, SchedErrorKind::Busy, "{e}");
     println!(
         "held 0.90 + filler 0.{:02}; a further 0.90 refused: {e}",

@@ -138,6 +138,12 @@ impl DummyDevice {
 pub struct EngineConfig {
     /// Sync mode (wait for the graph's end within the cycle).
     pub sync: bool,
+    /// Port slots of `system:capture_N`, in channel order.
+    pub capture: Vec<u32>,
+    /// Port slots of `system:playback_N`, in channel order.
+    pub playback: Vec<u32>,
+    /// Dummy device loopback (playback comes back as capture).
+    pub loopback: bool,
 }
 
 /// What the driver thread shares with the control side.
@@ -172,19 +178,18 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Builds an engine over a view whose driver ports are `capture` / `playback` (port slots).
+    /// Builds an engine over a view, with the driver ports named in `cfg`.
     pub fn new(
         view: Arc<View>,
         shared: Arc<EngineShared>,
-        cfg: EngineConfig,
-        capture: Vec<u32>,
-        playback: Vec<u32>,
-        loopback: bool,
+        mut cfg: EngineConfig,
         events: rtrb::Producer<RtEvent>,
         res: Reservations,
     ) -> Engine {
         let max_frames = view.layout().caps.max_frames as usize;
-        let device = DummyDevice::new(playback.len(), max_frames, loopback);
+        let device = DummyDevice::new(cfg.playback.len(), max_frames, cfg.loopback);
+        let capture = std::mem::take(&mut cfg.capture);
+        let playback = std::mem::take(&mut cfg.playback);
         Engine {
             view,
             shared,

@@ -324,7 +324,7 @@ impl Reservations {
             return;
         };
         self.cycles += 1;
-        if self.cycles % RETRY_CYCLES == 0 && !self.pending.is_empty() {
+        if self.cycles.is_multiple_of(RETRY_CYCLES) && !self.pending.is_empty() {
             self.retry_pending(emit);
         }
         let period = view.header().period_ns.load(Ordering::Relaxed);
@@ -388,6 +388,9 @@ impl Reservations {
                 },
             ) if (slot as usize) < self.tids.len() => {
                 self.detach(slot);
+                // A fresh start for the new thread (the slot may be reused), then
+                // the thesis's activation bump.
+                self.controllers[slot as usize].reset();
                 self.controllers[slot as usize].on_activation();
                 if !self.attach_deadline(slot, tid, emit) {
                     let fifo = self.fallback(slot, tid, (fallback_priority - 1).max(1));

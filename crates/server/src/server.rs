@@ -194,10 +194,10 @@ impl Server {
             engine.clone(),
             EngineConfig {
                 sync: cfg.server.sync,
+                capture,
+                playback,
+                loopback: d.loopback,
             },
-            capture,
-            playback,
-            d.loopback,
             tx,
             res,
         );
