@@ -381,3 +381,68 @@ fn resound_reserve_puts_any_thread_under_a_reservation() {
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 }
+
+/// `--deadlines critical-path`: along a chain, each client's relative
+/// deadline leaves room for the predicted work before and after it, so the
+/// deadlines are below the period, and the kernel holds what status says.
+#[test]
+fn critical_path_deadlines_leave_room_for_the_rest_of_the_chain() {
+    if !deadline_or_skip("critical_path_deadlines_leave_room_for_the_rest_of_the_chain") {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--deadlines",
+        "critical-path",
+        "-S",
+        "-d",
+        "dummy",
+        "-p",
+        "256",
+    ]);
+    let _t: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|n| srv.tool(n, &["load", "--busy", "10"]))
+        .collect();
+    let ctl = srv.ctl();
+    for (s, d) in [
+        ("system:capture_1", "a:in"),
+        ("a:out", "b:in"),
+        ("b:out", "c:in"),
+        ("c:out", "system:playback_1"),
+    ] {
+        ctl.connect_ports(s, d).unwrap();
+    }
+    let period = 256 * 1_000_000_000u64 / 48000;
+    wait_for("critical-path deadlines", Duration::from_secs(5), || {
+        let st = srv.status();
+        ["a", "b", "c"]
+            .iter()
+            .all(|n| res(&st, n).is_some_and(|r| r.deadline_ns < period))
+    });
+    let st = srv.status();
+    for n in ["a", "b", "c"] {
+        let r = res(&st, n).unwrap();
+        // Two other clients of ~10% each share the cycle with this one.
+        assert!(
+            r.deadline_ns <= period - period / 10,
+            "{n}: deadline leaves room for the others: {r:?}"
+        );
+        assert!(
+            r.deadline_ns >= r.budget_ns,
+            "{n}: runtime <= deadline: {r:?}"
+        );
+        match resound_sched::current(r.tid).unwrap() {
+            Policy::Deadline { deadline_ns, .. } => {
+                assert_eq!(deadline_ns, r.deadline_ns, "{n}: kernel vs status")
+            }
+            p => panic!("{n}: {p:?}"),
+        }
+    }
+    assert_eq!(
+        res(&st, "driver").unwrap().deadline_ns,
+        period,
+        "the driver keeps deadline = period"
+    );
+}
