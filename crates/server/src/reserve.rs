@@ -149,11 +149,6 @@ impl Reservations {
         }
     }
 
-    /// The mode.
-    pub fn mode(&self) -> Mode {
-        self.mode
-    }
-
     /// Driver thread, before its loop: puts the driver itself (slot 0, the
     /// calling thread) under its policy. Returns the policy description for
     /// status (not real-time: builds a string).

@@ -59,7 +59,6 @@ struct Session {
     tx: SyncSender<ServerMsg>,
     stream: UnixStream,
     pid: u32,
-    tid: Option<i32>,
 }
 
 struct State {
@@ -423,7 +422,6 @@ impl Server {
                                 tx: tx.clone(),
                                 stream: stream2,
                                 pid,
-                                tid: None,
                             },
                         );
                         Some(slot)
@@ -454,7 +452,6 @@ impl Server {
                         tx: tx.clone(),
                         stream: stream2,
                         pid,
-                        tid: None,
                     },
                 );
                 None
@@ -664,9 +661,6 @@ impl Server {
                     r.finished_cycle.store(0, Ordering::Relaxed);
                 }
                 st.graph.set_active(me, true)?;
-                if let Some(s) = st.sessions.get_mut(&id) {
-                    s.tid = Some(tid);
-                }
                 self.publish(&mut st);
                 self.command(Command::Attach { slot: me, tid });
                 Self::notify(&mut st, Notification::GraphOrder);
@@ -675,9 +669,6 @@ impl Server {
             Request::Deactivate => {
                 let me = Self::need_client(slot)?;
                 st.graph.set_active(me, false)?;
-                if let Some(s) = st.sessions.get_mut(&id) {
-                    s.tid = None;
-                }
                 self.publish(&mut st);
                 self.command(Command::Detach { slot: me });
                 Self::notify(&mut st, Notification::GraphOrder);
