@@ -461,10 +461,7 @@ impl Client {
     }
 
     fn ok(&self, req: Request) -> Result<()> {
-        match self.request(req)? {
-            Reply::Ok => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        expect_ok(self.request(req)?)
     }
 
     /// Registers a port ("short" name; the full name is "client:short").
@@ -527,10 +524,7 @@ impl Client {
 
     /// Server status.
     pub fn status(&self) -> Result<Status> {
-        match self.request(Request::Status)? {
-            Reply::Status(s) => Ok(*s),
-            other => Err(unexpected(other)),
-        }
+        expect_status(self.request(Request::Status)?)
     }
 
     /// Changes the server's period (frames per cycle).
@@ -540,10 +534,7 @@ impl Client {
 
     /// Every port with its connections (asks the server).
     pub fn list_ports(&self) -> Result<Vec<PortInfo>> {
-        match self.request(Request::ListPorts)? {
-            Reply::Ports(p) => Ok(p),
-            other => Err(unexpected(other)),
-        }
+        expect_ports(self.request(Request::ListPorts)?)
     }
 
     /// A consistent snapshot of the graph read from shared memory (no server round trip).
@@ -650,6 +641,27 @@ fn close_inner(inner: &Arc<Inner>) -> Result<()> {
 impl Drop for Inner {
     fn drop(&mut self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
+    }
+}
+
+fn expect_ok(r: Reply) -> Result<()> {
+    match r {
+        Reply::Ok => Ok(()),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn expect_status(r: Reply) -> Result<Status> {
+    match r {
+        Reply::Status(s) => Ok(*s),
+        other => Err(unexpected(other)),
+    }
+}
+
+fn expect_ports(r: Reply) -> Result<Vec<PortInfo>> {
+    match r {
+        Reply::Ports(p) => Ok(p),
+        other => Err(unexpected(other)),
     }
 }
 
@@ -1022,48 +1034,33 @@ impl ControlSession {
 
     /// Server status.
     pub fn status(&self) -> Result<Status> {
-        match self.request(Request::Status)? {
-            Reply::Status(s) => Ok(*s),
-            other => Err(unexpected(other)),
-        }
+        expect_status(self.request(Request::Status)?)
     }
 
     /// Every port with its connections.
     pub fn list_ports(&self) -> Result<Vec<PortInfo>> {
-        match self.request(Request::ListPorts)? {
-            Reply::Ports(p) => Ok(p),
-            other => Err(unexpected(other)),
-        }
+        expect_ports(self.request(Request::ListPorts)?)
     }
 
     /// Changes the server's period (frames per cycle).
     pub fn set_buffer_size(&self, frames: u32) -> Result<()> {
-        match self.request(Request::SetBufferSize { frames })? {
-            Reply::Ok => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        expect_ok(self.request(Request::SetBufferSize { frames })?)
     }
 
     /// Connects two ports.
     pub fn connect_ports(&self, src: &str, dst: &str) -> Result<()> {
-        match self.request(Request::Connect {
+        expect_ok(self.request(Request::Connect {
             src: src.into(),
             dst: dst.into(),
-        })? {
-            Reply::Ok => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        })?)
     }
 
     /// Disconnects two ports.
     pub fn disconnect_ports(&self, src: &str, dst: &str) -> Result<()> {
-        match self.request(Request::Disconnect {
+        expect_ok(self.request(Request::Disconnect {
             src: src.into(),
             dst: dst.into(),
-        })? {
-            Reply::Ok => Ok(()),
-            other => Err(unexpected(other)),
-        }
+        })?)
     }
 }
 

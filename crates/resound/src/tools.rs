@@ -407,6 +407,8 @@ fn run(cli: Cli) -> Result<(), String> {
             })?;
         }
         Cmd::Misbehave { mode } => {
+            // An input too, so it can sit in the middle of a chain.
+            let _inp = audio_in(&client, "in")?;
             let mut out = audio_out(&client, "out")?;
             let slot = client.slot();
             let view_client = client.clone();

@@ -446,3 +446,41 @@ fn critical_path_deadlines_leave_room_for_the_rest_of_the_chain() {
         "the driver keeps deadline = period"
     );
 }
+
+/// A client late only because its upstream stalled counts the xruns but is
+/// not given more budget: bumps go to the client that was woken and ran short.
+#[test]
+fn xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream() {
+    if !deadline_or_skip("xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream") {
+        return;
+    }
+    let srv = Srv::start(&["--sched", "deadline", "-S", "-d", "dummy", "-p", "256"]);
+    let _a = srv.tool("a", &["load", "--busy", "5"]);
+    let _s = srv.tool("staller", &["misbehave", "--mode", "stall"]);
+    let _b = srv.tool("b", &["load", "--busy", "5"]);
+    let ctl = srv.ctl();
+    for (s, d) in [
+        ("system:capture_1", "a:in"),
+        ("a:out", "staller:in"),
+        ("staller:out", "b:in"),
+        ("b:out", "system:playback_1"),
+    ] {
+        ctl.connect_ports(s, d).unwrap();
+    }
+    wait_for(
+        "xruns downstream of the staller",
+        Duration::from_secs(5),
+        || res(&srv.status(), "b").is_some_and(|r| r.xruns > 100),
+    );
+    let st = srv.status();
+    let (b, stl) = (res(&st, "b").unwrap(), res(&st, "staller").unwrap());
+    let period = 256 * 1_000_000_000u64 / 48000;
+    assert!(
+        b.budget_ns < period / 4,
+        "b was not bumped for its upstream's xruns: {b:?}"
+    );
+    assert!(
+        stl.budget_ns > period / 4,
+        "the staller was bumped: {stl:?}"
+    );
+}

@@ -57,9 +57,11 @@ pub struct ServerArgs {
     /// Predictor window, in cycles.
     #[arg(long = "window", value_name = "CYCLES", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10000))]
     pub window: u64,
-    /// Total bandwidth (in CPUs, e.g. 0.8) the server may reserve for the graph; also capped by the kernel's admission limit.
-    #[arg(long = "max-bandwidth", value_name = "F", default_value_t = 1.0)]
-    pub max_bandwidth: f64,
+    /// Total bandwidth (in CPUs, e.g. 0.8) the server may reserve for the graph
+    /// (default: the kernel's admission limit, e.g. 1.8 on 2 CPUs; budgets follow
+    /// the measured load, so the graph only holds what it uses plus overprovisioning).
+    #[arg(long = "max-bandwidth", value_name = "F")]
+    pub max_bandwidth: Option<f64>,
     /// Relative deadlines: `period` (deadline = reservation period) or `critical-path`
     /// (each client's deadline leaves room for the work before and after it in the cycle).
     #[arg(long = "deadlines", value_enum, default_value_t = DeadlineChoice::Period)]
@@ -203,13 +205,10 @@ pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
         None => (argv, None, Vec::new()),
     };
     let server = ServerArgs::try_parse_from(server_argv)?;
-    if !(server.max_bandwidth > 0.0 && server.max_bandwidth <= 1024.0) {
+    if let Some(b) = server.max_bandwidth.filter(|b| !(*b > 0.0 && *b <= 1024.0)) {
         return Err(ServerArgs::command_error(
             clap::error::ErrorKind::ValueValidation,
-            format!(
-                "--max-bandwidth {} must be a positive number of CPUs",
-                server.max_bandwidth
-            ),
+            format!("--max-bandwidth {b} must be a positive number of CPUs"),
         ));
     }
     let Some(driver) = driver else {

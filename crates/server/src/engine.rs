@@ -364,8 +364,17 @@ impl Engine {
             if r.finished_cycle.load(Ordering::Acquire) != cycle {
                 any_late = true;
                 self.emit(RtEvent::Late { cycle, slot });
+                // Only a node that had its inputs (was woken) and still did not
+                // finish is short of budget; one still waiting was late because
+                // of its upstream, and bumping it too would compound the bumps
+                // along a chain.
+                let woken = matches!(
+                    NodeStatus::from_raw(status),
+                    Some(NodeStatus::Triggered | NodeStatus::Running)
+                );
                 let (ev, sh) = (&mut self.events, &self.shared);
-                self.res.on_xrun(slot, &mut |e| push_event(ev, sh, e));
+                self.res
+                    .on_late(slot, woken, &mut |e| push_event(ev, sh, e));
             }
         }
         if any_late {

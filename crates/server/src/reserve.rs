@@ -443,6 +443,16 @@ impl Reservations {
         self.set_kind(slot, 0, kind::NONE);
     }
 
+    /// A node did not finish its cycle: counted as its xrun; its budget is
+    /// bumped only if it had been woken (`woken`), i.e. it ran short itself.
+    pub fn on_late(&mut self, slot: u32, woken: bool, emit: &mut impl FnMut(RtEvent)) {
+        if woken {
+            self.on_xrun(slot, emit);
+        } else if let Some(s) = self.stats.get(slot as usize) {
+            s.xruns.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// An xrun attributed to `slot`: flush and bump its budget.
     pub fn on_xrun(&mut self, slot: u32, emit: &mut impl FnMut(RtEvent)) {
         if let Some(s) = self.stats.get(slot as usize) {

@@ -676,47 +676,18 @@ impl Server {
             }
             Request::Connect { src, dst } => {
                 let c = st.graph.connect(&src, &dst)?;
-                self.publish(&mut st);
-                Self::notify(
-                    &mut st,
-                    Notification::PortConnect {
-                        src: c.src,
-                        dst: c.dst,
-                        connected: true,
-                    },
-                );
-                Self::notify(&mut st, Notification::GraphOrder);
+                self.connections_changed(&mut st, &[c], true);
                 Ok(Reply::Ok)
             }
             Request::Disconnect { src, dst } => {
                 let c = st.graph.disconnect(&src, &dst)?;
-                self.publish(&mut st);
-                Self::notify(
-                    &mut st,
-                    Notification::PortConnect {
-                        src: c.src,
-                        dst: c.dst,
-                        connected: false,
-                    },
-                );
-                Self::notify(&mut st, Notification::GraphOrder);
+                self.connections_changed(&mut st, &[c], false);
                 Ok(Reply::Ok)
             }
             Request::DisconnectAll { port } => {
                 let gone = st.graph.disconnect_all(&port)?;
                 if !gone.is_empty() {
-                    self.publish(&mut st);
-                    for c in gone {
-                        Self::notify(
-                            &mut st,
-                            Notification::PortConnect {
-                                src: c.src,
-                                dst: c.dst,
-                                connected: false,
-                            },
-                        );
-                    }
-                    Self::notify(&mut st, Notification::GraphOrder);
+                    self.connections_changed(&mut st, &gone, false);
                 }
                 Ok(Reply::Ok)
             }
@@ -747,6 +718,27 @@ impl Server {
             Request::ListPorts => Ok(Reply::Ports(Self::list_ports(&st.graph))),
             Request::Close => Ok(Reply::Ok),
         }
+    }
+
+    /// Publishes a connection change and tells every client.
+    fn connections_changed(
+        &self,
+        st: &mut State,
+        conns: &[resound_graph::Connection],
+        connected: bool,
+    ) {
+        self.publish(st);
+        for c in conns {
+            Self::notify(
+                st,
+                Notification::PortConnect {
+                    src: c.src,
+                    dst: c.dst,
+                    connected,
+                },
+            );
+        }
+        Self::notify(st, Notification::GraphOrder);
     }
 
     /// The process-thread TID a client announces must be one of its own threads.
@@ -1138,7 +1130,10 @@ fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) {
     use crate::config::SchedChoice;
     let a = &cfg.server;
     let system = resound_sched::Ledger::from_system();
-    let ledger = resound_sched::Ledger::with_capacity(system.capacity().min(a.max_bandwidth));
+    let ledger = resound_sched::Ledger::with_capacity(
+        a.max_bandwidth
+            .map_or(system.capacity(), |m| m.min(system.capacity())),
+    );
     let prio = a.priority;
     let fifo = || {
         if resound_sched::fifo_permitted() {
