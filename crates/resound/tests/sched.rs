@@ -484,3 +484,77 @@ fn xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream() {
         "the staller was bumped: {stl:?}"
     );
 }
+
+/// Without CAP_SYS_NICE (the server run as `nobody` with no capabilities and
+/// RLIMIT_RTPRIO 0), `--sched deadline` says so once, falls back to FIFO, then
+/// to OTHER, and the server runs a graph all the same.
+#[test]
+fn without_privileges_the_server_falls_back_and_runs() {
+    let Ok(setpriv) = which("setpriv") else {
+        eprintln!("SKIP without_privileges_the_server_falls_back_and_runs: setpriv (util-linux) not installed");
+        return;
+    };
+    if rustix_uid() != 0 {
+        eprintln!("SKIP without_privileges_the_server_falls_back_and_runs: needs root to drop to another user");
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!("resound-nopriv-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut child = std::process::Command::new(setpriv)
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "--inh-caps=-all",
+            "--bounding-set=-all",
+        ])
+        .arg(RESOUNDD)
+        .args([
+            "-n", "nopriv", "--sched", "deadline", "-d", "dummy", "-p", "256",
+        ])
+        .env("RESOUND_DIR", &dir)
+        .env("RESOUND_LOG", "info")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ctl = None;
+    for _ in 0..250 {
+        if let Ok(c) = resound_client::ControlSession::connect(Some("nopriv"), Some(&dir)) {
+            ctl = Some(c);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let ctl = ctl.expect("the unprivileged server runs");
+    std::thread::sleep(Duration::from_millis(300));
+    let st = ctl.status().unwrap();
+    assert!(st.cycles > 20, "cycles run: {}", st.cycles);
+    assert!(st.sched.starts_with("other"), "{}", st.sched);
+    assert_eq!(res(&st, "driver").unwrap().policy, "SCHED_OTHER");
+    drop(ctl);
+    signal(child.id(), libc::SIGTERM);
+    let out = child.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        log.matches("SCHED_DEADLINE is not permitted").count(),
+        1,
+        "said once:\n{log}"
+    );
+    assert!(log.contains("SCHED_FIFO is not permitted here either"), "{log}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn which(bin: &str) -> Result<std::path::PathBuf, ()> {
+    for d in ["/usr/bin", "/bin", "/usr/sbin", "/sbin"] {
+        let p = std::path::Path::new(d).join(bin);
+        if p.exists() {
+            return Ok(p);
+        }
+    }
+    Err(())
+}
+
+fn rustix_uid() -> u32 {
+    // SAFETY: getuid has no preconditions.
+    unsafe { libc::getuid() }
+}
