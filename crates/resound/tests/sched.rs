@@ -500,7 +500,7 @@ fn without_privileges_the_server_falls_back_and_runs() {
     }
     let dir = std::env::temp_dir().join(format!("resound-nopriv-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut child = std::process::Command::new(setpriv)
+    let child = std::process::Command::new(setpriv)
         .args([
             "--reuid=65534",
             "--regid=65534",
@@ -540,7 +540,10 @@ fn without_privileges_the_server_falls_back_and_runs() {
         1,
         "said once:\n{log}"
     );
-    assert!(log.contains("SCHED_FIFO is not permitted here either"), "{log}");
+    assert!(
+        log.contains("SCHED_FIFO is not permitted here either"),
+        "{log}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
