@@ -1,6 +1,7 @@
 //! The per-cycle operations both the driver and the clients' process threads
 //! perform: waking downstream nodes, and resolving an input port's buffer
-//! (zero copy for one live connection, mixing for several). Real-time safe.
+//! (zero copy for one live connection, mixing for several; for MIDI ports,
+//! merging the sources' events in time order). Real-time safe.
 
 use crate::shm::{client_state, port_flags, ActivationRecord, NodeStatus, Table, View};
 use crate::sync::{activation, futex, Ordering};
@@ -111,4 +112,50 @@ pub fn mix_sources(view: &View, table: &Table<'_>, port: u32, out: &mut [f32]) {
             *o += *x;
         }
     }
+}
+
+/// MIDI counterpart of [`input_buffer`]: a pointer to the MIDI buffer
+/// ([`crate::midi`]) carrying the events at input port `port` this cycle: the
+/// silence buffer (an empty MIDI buffer) when nothing live is connected, the
+/// source's own buffer for one live source not owned by `me` (zero copy),
+/// else the sources' events merged in time order into the input port's own
+/// buffer.
+#[inline]
+pub fn midi_input_buffer(
+    view: &View,
+    table: &Table<'_>,
+    port: u32,
+    me: u32,
+    frames: usize,
+) -> *const u8 {
+    let n = table.source_count(port);
+    let mut first = None;
+    let mut live = 0;
+    for i in 0..n {
+        if let Some(s) = table.source_at(port, i) {
+            if source_is_live(table, s) {
+                live += 1;
+                first.get_or_insert(s);
+            }
+        }
+    }
+    let (Some(first), Some(own)) = (first, view.port_buffer(port)) else {
+        return view.silence() as *const u8;
+    };
+    let first_is_mine = matches!(table.port_info(first), Some((_, owner, _, _)) if owner == me);
+    if live == 1 && !first_is_mine {
+        return view
+            .port_buffer(first)
+            .map_or(view.silence() as *const u8, |p| p as *const u8);
+    }
+    let sources = (0..n)
+        .filter_map(|i| table.source_at(port, i))
+        .filter(|&s| source_is_live(table, s) && s != port)
+        .filter_map(|s| view.port_buffer(s))
+        .map(|p| p as *const u8);
+    // SAFETY: `own` is this input port's buffer (≥ MIDI_BUFFER_BYTES, 64-byte
+    // aligned) written only by its owner, the caller; every source is another
+    // port's buffer of the same size (a port is never its own source).
+    unsafe { crate::midi::merge(own as *mut u8, frames as u32, sources) };
+    own as *const u8
 }

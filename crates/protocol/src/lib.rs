@@ -13,17 +13,22 @@
 //!   the two-state graph switch word and the cycle-tagged activation counter,
 //!   plus cross-process futex wait/wake.
 //! * [`time`]: CLOCK_MONOTONIC and CLOCK_THREAD_CPUTIME_ID in nanoseconds.
+//! * [`midi`]: the MIDI event buffer layout inside a MIDI port's buffer.
+//! * [`transport`]: transport state and position, and the sequence-counted
+//!   cells that carry them between the driver and the clients.
 //!
-//! Threads: functions in [`sync`], [`time`] and the accessors of
+//! Threads: functions in [`sync`], [`time`], [`midi`], [`transport`] and the accessors of
 //! [`shm::View`] are real-time safe (no allocation, no lock, only the futex
 //! and clock syscalls). [`wire`] and segment creation/mapping are for
 //! non-real-time threads only.
 
 pub mod cycle;
 pub mod limits;
+pub mod midi;
 pub mod paths;
 pub mod rt;
 pub mod shm;
 pub mod sync;
 pub mod time;
+pub mod transport;
 pub mod wire;

@@ -13,7 +13,8 @@
 //!   0                     ControlHeader (one page)
 //!   table_offset[0]       graph table 0  ┐ current/next pair, switched by
 //!   table_offset[1]       graph table 1  ┘ ControlHeader::switch (crate::sync::switch)
-//!   silence_offset        max_frames zeroed f32 (the buffer of an unconnected input)
+//!   silence_offset        max_frames zeroed f32 (the buffer of an unconnected input;
+//!                         at least MIDI_BUFFER_BYTES, so it is also an empty MIDI buffer)
 //! ```
 //!
 //! A graph table is a [`TableHeader`], then `max_clients` [`ClientEntry`],
@@ -32,6 +33,10 @@
 //!   0                     ActivationRecord[max_clients]  (slot 0 = driver)
 //!   buffers_offset        port buffers: max_ports x buffer_stride bytes,
 //!                         port i at buffers_offset + i * buffer_stride
+//!                         (audio: max_frames f32; MIDI: a crate::midi buffer)
+//!   mailbox_offset        Mailbox[max_clients]: each client's requests to the
+//!                         driver (transport commands, relocation, slow-sync
+//!                         readiness, timebase output), sanitised by the driver
 //! ```
 //!
 //! A client can write anything here. The server therefore only reads numbers
@@ -40,6 +45,7 @@
 //! are bounds-checked by every reader ([`View`]).
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
+use crate::transport::{PositionCell, TransportCell};
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::mm::{MapFlags, ProtFlags};
 use std::io;
@@ -48,7 +54,7 @@ use std::ptr::NonNull;
 /// `b"RESOUND\0"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RESOUND\0");
 /// Layout version; bumped on any change of the structs below.
-pub const LAYOUT_VERSION: u32 = 2;
+pub const LAYOUT_VERSION: u32 = 3;
 /// Bytes reserved for the control header (one page).
 pub const HEADER_BYTES: usize = 4096;
 /// Alignment of each port buffer (bytes).
@@ -133,6 +139,32 @@ pub struct ControlHeader {
     /// Frames of the current cycle: `buffer_frames` as the driver read it at
     /// cycle start (a buffer-size change takes effect at the next cycle). Writer: driver.
     pub cycle_frames: AtomicU32,
+    // ---- layout 3: transport, freewheel, statistics (libjack) ----
+    /// Transport state and position of the current cycle
+    /// ([`crate::transport::Transport`]). Writer: driver, every cycle start.
+    pub transport: TransportCell,
+    /// Slot of the timebase master client; 0: none. Writer: control thread.
+    pub timebase_master: AtomicU32,
+    /// Incremented by the control thread whenever a client becomes timebase
+    /// master, so the master calls its callback with `new_pos` once.
+    pub timebase_gen: AtomicU32,
+    /// Slow-sync timeout in microseconds (JACK default 2 s). Writer: control thread.
+    pub sync_timeout_us: AtomicU64,
+    /// Bitmap of slow-sync client slots (bit `slot % 64` of word `slot / 64`):
+    /// clients with a sync callback the driver waits for in Starting.
+    /// Writer: control thread.
+    pub sync_clients: [AtomicU64; 16],
+    /// 1 while freewheeling (the driver runs cycles back to back without the
+    /// clock, each waiting for the whole graph). Writer: control thread.
+    pub freewheel: AtomicU32,
+    /// DSP load in percent as f32 bits: the graph's busy time over the
+    /// period, smoothed like jackd. Writer: driver.
+    pub cpu_load: AtomicU32,
+    /// Largest wake-up delay of the driver (µs) since start or the last
+    /// reset. Writer: driver (fetch_max), control thread (reset to 0).
+    pub max_delayed_us: AtomicU32,
+    /// Wake-up delay (µs) of the driver in the last cycle with an xrun. Writer: driver.
+    pub xrun_delayed_us: AtomicU32,
 }
 
 /// The timer fields of the current cycle, read consistently ([`View::timer`]).
@@ -280,8 +312,42 @@ pub struct ActivationRecord {
     pub finished_cycle: AtomicU64,
 }
 
+/// A client's requests to the driver, one per node slot in the shared
+/// segment. Writer: the client (any of its threads, real-time safe: plain
+/// atomics). Reader: the driver, which sanitises everything and follows no
+/// index from here. Reset by the server when a client takes the slot.
+#[repr(C, align(64))]
+pub struct Mailbox {
+    /// Transport command: `(sequence << 8) | command`
+    /// ([`crate::transport::command`]); a new sequence is a new command.
+    pub transport_cmd: AtomicU64,
+    /// Relocation request counter: a new value means `locate_pos` holds a new request.
+    pub locate_req: AtomicU64,
+    /// Requested position (frame, and BBT/timecode fields if their valid bits are set).
+    pub locate_pos: PositionCell,
+    /// The transport `sync_gen` this slow-sync client is ready to roll for.
+    pub sync_ready: AtomicU64,
+    /// Cycle in which the timebase master wrote `timebase_pos`.
+    pub timebase_cycle: AtomicU64,
+    /// The timebase master's extended position for the cycle after `timebase_cycle`.
+    pub timebase_pos: PositionCell,
+}
+
+impl Mailbox {
+    /// Back to the state of a fresh slot (server, when a client opens).
+    pub fn reset(&self) {
+        self.transport_cmd.store(0, Ordering::Relaxed);
+        self.locate_req.store(0, Ordering::Relaxed);
+        self.sync_ready.store(0, Ordering::Relaxed);
+        self.timebase_cycle.store(0, Ordering::Relaxed);
+        self.locate_pos.seq.store(0, Ordering::Relaxed);
+        self.timebase_pos.seq.store(0, Ordering::Release);
+    }
+}
+
 #[cfg(not(loom))]
 const _: () = {
+    assert!(std::mem::size_of::<Mailbox>().is_multiple_of(64));
     assert!(std::mem::size_of::<ControlHeader>() <= HEADER_BYTES);
     assert!(std::mem::size_of::<ActivationRecord>() == 128);
     assert!(std::mem::size_of::<ClientEntry>() == 96);
@@ -330,6 +396,8 @@ pub struct Layout {
     pub buffers_offset: usize,
     /// Bytes between two port buffers.
     pub buffer_stride: usize,
+    /// Offset of the mailboxes in the shared segment.
+    pub mailbox_offset: usize,
     /// Total bytes of the shared segment.
     pub shared_bytes: usize,
 }
@@ -371,10 +439,13 @@ impl Layout {
         let t0 = HEADER_BYTES;
         let t1 = t0 + table_bytes;
         let silence_offset = t1 + table_bytes;
-        let control_bytes = align_up(silence_offset + caps.max_frames as usize * 4, 4096);
+        // Every port buffer (and the silence buffer) also holds a MIDI buffer.
+        let port_bytes = (caps.max_frames as usize * 4).max(crate::midi::MIDI_BUFFER_BYTES);
+        let control_bytes = align_up(silence_offset + port_bytes, 4096);
         let buffers_offset = align_up(mc * std::mem::size_of::<ActivationRecord>(), 4096);
-        let buffer_stride = align_up(caps.max_frames as usize * 4, BUFFER_ALIGN);
-        let shared_bytes = align_up(buffers_offset + mp * buffer_stride, 4096);
+        let buffer_stride = align_up(port_bytes, BUFFER_ALIGN);
+        let mailbox_offset = align_up(buffers_offset + mp * buffer_stride, 4096);
+        let shared_bytes = align_up(mailbox_offset + mc * std::mem::size_of::<Mailbox>(), 4096);
         Ok(Layout {
             caps,
             table_offset: [t0, t1],
@@ -389,6 +460,7 @@ impl Layout {
             control_bytes,
             buffers_offset,
             buffer_stride,
+            mailbox_offset,
             shared_bytes,
         })
     }
@@ -533,6 +605,14 @@ impl View {
             frames as u64 * 1_000_000_000 / sample_rate as u64,
             Ordering::Relaxed,
         );
+        h.sync_timeout_us.store(2_000_000, Ordering::Relaxed);
+        h.transport.publish(&crate::transport::Transport {
+            pos: crate::transport::Position {
+                frame_rate: sample_rate,
+                ..Default::default()
+            },
+            ..Default::default()
+        });
         Ok(v)
     }
 
@@ -601,6 +681,28 @@ impl View {
         // shared segment which is at least buffers_offset ≥ max_clients*128 long.
         // ActivationRecord is all atomics: any bit pattern is valid.
         Some(unsafe { &*(self.shared.base() as *const ActivationRecord).add(slot as usize) })
+    }
+
+    /// Mailbox of a node slot, None when out of range.
+    #[inline]
+    pub fn mailbox(&self, slot: u32) -> Option<&Mailbox> {
+        if slot >= self.layout.caps.max_clients {
+            return None;
+        }
+        // SAFETY: slot < max_clients; the mailboxes lie at mailbox_offset in the
+        // shared segment (inside shared_bytes by construction), 64-byte
+        // aligned; Mailbox is all atomics: any bit pattern is valid.
+        Some(unsafe {
+            &*(self.shared.base().add(self.layout.mailbox_offset) as *const Mailbox)
+                .add(slot as usize)
+        })
+    }
+
+    /// Whether `slot` is flagged as a slow-sync client.
+    #[inline]
+    pub fn is_sync_client(&self, slot: u32) -> bool {
+        let w = (slot / 64) as usize;
+        w < 16 && self.header().sync_clients[w].load(Ordering::Acquire) & (1 << (slot % 64)) != 0
     }
 
     /// Pointer to the buffer of port slot `port` (max_frames f32), None when out of range.
@@ -847,6 +949,31 @@ impl<'a> Table<'a> {
         Some(vread!((self.base.add(self.layout.sources_at)
             as *const u32)
             .add((start + i) as usize)))
+    }
+
+    /// Address of a port's NUL-terminated full-name field in this table (for
+    /// C bindings, which hand out `const char *` names): stays mapped while
+    /// the view lives; its bytes change if the port is renamed or its slot reused.
+    pub fn port_name_ptr(&self, port: u32) -> Option<*const u8> {
+        let p = self.port_ptr(port)?;
+        // SAFETY: a field address inside the in-range entry; nothing is read.
+        Some(unsafe { std::ptr::addr_of!((*p).name) } as *const u8)
+    }
+
+    /// Hot fields of a port beyond [`Table::port_info`]: (uuid, connection count, monitor requests).
+    pub fn port_extra(&self, port: u32) -> Option<(u64, u32, u32)> {
+        let p = self.port_ptr(port)?;
+        Some((
+            vread!(std::ptr::addr_of!((*p).uuid)),
+            vread!(std::ptr::addr_of!((*p).n_connections)),
+            vread!(std::ptr::addr_of!((*p).monitor)),
+        ))
+    }
+
+    /// Latency ranges of a port: capture min/max, playback min/max.
+    pub fn port_latency(&self, port: u32) -> Option<[u32; 4]> {
+        let p = self.port_ptr(port)?;
+        Some(vread!(std::ptr::addr_of!((*p).latency)))
     }
 
     /// Copy of a port entry (non-real-time: about 1 KiB).

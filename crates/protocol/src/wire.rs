@@ -136,6 +136,117 @@ pub enum Request {
     ListPorts,
     /// Closes the session cleanly (the server then closes the socket).
     Close,
+    // ---- added for libjack (appended: earlier variants keep their encoding) ----
+    /// Adds an alias to any port (JACK allows two per port).
+    SetPortAlias {
+        /// Port slot.
+        port: u32,
+        /// The alias (a full-name-like string).
+        alias: String,
+    },
+    /// Removes an alias of a port.
+    UnsetPortAlias {
+        /// Port slot.
+        port: u32,
+        /// The alias.
+        alias: String,
+    },
+    /// Sets the latency range of one of this client's ports for one direction.
+    SetLatencyRange {
+        /// Port slot.
+        port: u32,
+        /// 0: capture latency, 1: playback latency (JackLatencyCallbackMode).
+        mode: u32,
+        /// Minimum (frames).
+        min: u32,
+        /// Maximum (frames).
+        max: u32,
+    },
+    /// Whether this client computes its ports' latencies itself (it has a
+    /// latency callback); otherwise the server applies JACK's default rule.
+    SetLatencyCallback {
+        /// On or off.
+        on: bool,
+    },
+    /// Recomputes every port's latency and sends [`Notification::Latency`].
+    RecomputeLatencies,
+    /// jack_port_request_monitor: counted monitor requests on a port.
+    RequestMonitor {
+        /// Port slot.
+        port: u32,
+        /// Request (true) or withdraw (false).
+        on: bool,
+    },
+    /// jack_port_ensure_monitor: monitor on (if not already) or off.
+    EnsureMonitor {
+        /// Port slot.
+        port: u32,
+        /// On or off.
+        on: bool,
+    },
+    /// Starts or stops freewheeling.
+    SetFreewheel {
+        /// On or off.
+        on: bool,
+    },
+    /// Whether this client is a slow-sync client (has a sync callback).
+    SetSyncClient {
+        /// On or off.
+        on: bool,
+    },
+    /// Slow-sync timeout.
+    SetSyncTimeout {
+        /// Microseconds.
+        usecs: u64,
+    },
+    /// Makes this client the timebase master.
+    SetTimebase {
+        /// Fail if another client is master.
+        conditional: bool,
+    },
+    /// This client stops being the timebase master.
+    ReleaseTimebase,
+    /// Resets the driver's maximum wake-up delay statistic.
+    ResetMaxDelayed,
+    /// Sets a metadata property. Reply: Ok; notifies [`Notification::PropertyChange`].
+    SetProperty {
+        /// UUID of the described client or port.
+        subject: u64,
+        /// Key (a URI).
+        key: String,
+        /// Value.
+        value: String,
+        /// MIME type of the value ("" for a plain string).
+        type_name: String,
+    },
+    /// Reads one property. Reply: [`Reply::Property`].
+    GetProperty {
+        /// Subject UUID.
+        subject: u64,
+        /// Key.
+        key: String,
+    },
+    /// Every property of a subject. Reply: [`Reply::Properties`].
+    GetProperties {
+        /// Subject UUID.
+        subject: u64,
+    },
+    /// Every property of every subject. Reply: [`Reply::AllProperties`].
+    GetAllProperties,
+    /// Removes one property.
+    RemoveProperty {
+        /// Subject UUID.
+        subject: u64,
+        /// Key.
+        key: String,
+    },
+    /// Removes every property of a subject. Reply: [`Reply::Count`].
+    RemoveProperties {
+        /// Subject UUID.
+        subject: u64,
+    },
+    /// Removes every property of every subject.
+    RemoveAllProperties,
 }
 
 /// Replies.
@@ -156,6 +267,36 @@ pub enum Reply {
     Ports(Vec<PortInfo>),
     /// Failure.
     Err(WireError),
+    // ---- added for libjack (appended) ----
+    /// One property, if set.
+    Property(Option<Property>),
+    /// The properties of one subject.
+    Properties(Vec<Property>),
+    /// Every subject with its properties.
+    AllProperties(Vec<(u64, Vec<Property>)>),
+    /// A count (of removed properties).
+    Count(u32),
+}
+
+/// A metadata property (JACK's `jack_property_t`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Property {
+    /// Key (a URI).
+    pub key: String,
+    /// Value.
+    pub value: String,
+    /// MIME type ("" for a plain string).
+    pub type_name: String,
+}
+
+/// `jack_property_change_t` values of [`Notification::PropertyChange`].
+pub mod property_change {
+    /// PropertyCreated.
+    pub const CREATED: u32 = 0;
+    /// PropertyChanged.
+    pub const CHANGED: u32 = 1;
+    /// PropertyDeleted.
+    pub const DELETED: u32 = 2;
 }
 
 /// Messages from the server after the handshake.
@@ -227,6 +368,24 @@ pub enum Notification {
         /// Why.
         reason: String,
     },
+    // ---- added for libjack (appended) ----
+    /// Freewheeling started (true) or stopped.
+    Freewheel(bool),
+    /// Latencies were recomputed: a client with a latency callback sets its
+    /// ports' latencies for this mode (0 capture, 1 playback).
+    Latency {
+        /// JackLatencyCallbackMode.
+        mode: u32,
+    },
+    /// A metadata property changed.
+    PropertyChange {
+        /// Subject UUID (0 with an empty key: every property was removed).
+        subject: u64,
+        /// Key ("" when every property of the subject went).
+        key: String,
+        /// [`property_change`] value.
+        change: u32,
+    },
 }
 
 /// Error codes, so callers (libjack) can map them to JACK status bits.
@@ -256,6 +415,8 @@ pub enum ErrorCode {
     UnknownType,
     /// The server failed internally (the message says how).
     Internal,
+    /// The thing asked for (a property, a timebase master...) does not exist.
+    NotFound,
 }
 
 /// An error with a human-readable message.
@@ -407,6 +568,22 @@ pub fn decode<T: for<'de> Deserialize<'de>>(payload: &[u8]) -> Result<T, WireErr
 /// Writes one frame.
 pub fn write_frame<T: Serialize>(s: &mut impl Write, v: &T) -> io::Result<()> {
     s.write_all(&encode(v)?)
+}
+
+/// Writes one frame to a socket without raising SIGPIPE if the peer is gone
+/// (a library inside someone else's program must not kill it).
+pub fn send_frame<T: Serialize>(s: &UnixStream, v: &T) -> io::Result<()> {
+    use rustix::net::{send, SendFlags};
+    let bytes = encode(v)?;
+    let mut sent = 0;
+    while sent < bytes.len() {
+        match send(s, &bytes[sent..], SendFlags::NOSIGNAL) {
+            Ok(n) => sent += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Errors of [`read_frame`].
