@@ -33,6 +33,12 @@ use resound_protocol::wire::{ErrorCode, WireError};
 /// Slot of the driver node.
 pub const DRIVER: u32 = 0;
 
+/// Type bits of client UUIDs (JACK's `JackUUIDClient << 32`), so UUIDs read
+/// like jackd's and libjack can hand them out unchanged.
+pub const CLIENT_UUID_TYPE: u64 = 2 << 32;
+/// Type bits of port UUIDs (JACK's `JackUUIDPort << 32`).
+pub const PORT_UUID_TYPE: u64 = 1 << 32;
+
 /// Client state in the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientState {
@@ -72,6 +78,8 @@ pub struct Port {
     pub aliases: Vec<String>,
     /// Latency ranges: capture (min,max), playback (min,max).
     pub latency: [u32; 4],
+    /// Monitor requests (jack_port_request_monitor count).
+    pub monitor: u32,
 }
 
 impl Port {
@@ -183,7 +191,7 @@ impl Graph {
             name: driver_name.into(),
             pid: server_pid,
             state: ClientState::Active,
-            uuid: 0,
+            uuid: CLIENT_UUID_TYPE,
         });
         g
     }
@@ -202,10 +210,12 @@ impl Graph {
         self.version += 1;
     }
 
-    fn uuid(&mut self) -> u64 {
+    /// A fresh UUID with the given type bits; the counter is shared, so no two
+    /// clients or ports ever get the same one in one server's lifetime.
+    fn uuid(&mut self, kind: u64) -> u64 {
         let u = self.next_uuid;
         self.next_uuid += 1;
-        u
+        kind | (u & 0xffff_ffff)
     }
 
     /// A client by slot.
@@ -304,7 +314,7 @@ impl Graph {
                     format!("server is full: {} clients", self.caps.max_clients - 1),
                 )
             })?;
-        let uuid = self.uuid();
+        let uuid = self.uuid(CLIENT_UUID_TYPE);
         self.clients[slot as usize] = Some(Client {
             name: actual.clone(),
             pid,
@@ -419,7 +429,7 @@ impl Graph {
                     format!("server is full: {} ports", self.caps.max_ports),
                 )
             })?;
-        let uuid = self.uuid();
+        let uuid = self.uuid(PORT_UUID_TYPE);
         self.ports[slot as usize] = Some(Port {
             owner,
             short: short.into(),
@@ -428,6 +438,7 @@ impl Graph {
             uuid,
             aliases: Vec::new(),
             latency: [0; 4],
+            monitor: 0,
         });
         self.bump();
         Ok(slot)
@@ -449,6 +460,58 @@ impl Graph {
         if let Some(p) = self.ports[port as usize].as_mut() {
             p.short = short.into();
         }
+        self.bump();
+        Ok(())
+    }
+
+    /// Mutable access to a port (latency and monitor bookkeeping; names and
+    /// connections change only through the checked methods).
+    pub fn port_mut(&mut self, slot: u32) -> Option<&mut Port> {
+        self.ports.get_mut(slot as usize)?.as_mut()
+    }
+
+    /// Marks the graph changed (after edits through [`Graph::port_mut`]).
+    pub fn touch(&mut self) {
+        self.bump();
+    }
+
+    /// Adds an alias to any port (at most two, as in JACK).
+    pub fn set_alias(&mut self, port: u32, alias: &str) -> Result<(), WireError> {
+        if alias.is_empty() || alias.len() > PORT_NAME_MAX || alias.contains('\0') {
+            return Err(err(
+                ErrorCode::InvalidName,
+                format!("invalid port alias {alias:?} (1 to {PORT_NAME_MAX} bytes, no NUL)"),
+            ));
+        }
+        let p = self
+            .port_mut(port)
+            .ok_or_else(|| err(ErrorCode::NoSuchPort, format!("no port with id {port}")))?;
+        if p.aliases.iter().any(|a| a == alias) {
+            return Ok(());
+        }
+        if p.aliases.len() >= 2 {
+            return Err(err(
+                ErrorCode::Full,
+                format!("port {port} already has two aliases"),
+            ));
+        }
+        p.aliases.push(alias.to_string());
+        self.bump();
+        Ok(())
+    }
+
+    /// Removes an alias of a port.
+    pub fn unset_alias(&mut self, port: u32, alias: &str) -> Result<(), WireError> {
+        let p = self
+            .port_mut(port)
+            .ok_or_else(|| err(ErrorCode::NoSuchPort, format!("no port with id {port}")))?;
+        let Some(i) = p.aliases.iter().position(|a| a == alias) else {
+            return Err(err(
+                ErrorCode::NotFound,
+                format!("port {port} has no alias {alias:?}"),
+            ));
+        };
+        p.aliases.remove(i);
         self.bump();
         Ok(())
     }
@@ -716,6 +779,7 @@ impl Graph {
             e.ptype = p.ptype;
             e.uuid = p.uuid;
             e.latency = p.latency;
+            e.monitor = p.monitor;
             shm::put_name(&mut e.name, &self.port_name(slot).unwrap_or_default());
             for (i, a) in p.aliases.iter().take(2).enumerate() {
                 shm::put_name(&mut e.aliases[i], a);

@@ -14,17 +14,29 @@
 //! 7. sync mode: wait (bounded by the next deadline) for the graph's end,
 //!    then write playback.
 //!
+//! Between 5 and 6 the transport state machine runs ([`crate::transport`]).
+//! **Freewheel** (`ControlHeader::freewheel`): no clock; each cycle starts as
+//! soon as the previous one ended and always waits for the whole graph
+//! (bounded by [`FREEWHEEL_WAIT_NS`]), whatever the sync mode. Statistics for
+//! jack_cpu_load & co are kept here too (DSP load, wake-up delays).
+//!
 //! Nothing here allocates, locks or logs: events go to the control side
 //! through a lock-free ring ([`RtEvent`]). In debug builds the loop body runs
 //! under `assert_no_alloc`, so an allocation aborts the server in tests.
 
 use crate::reserve::Reservations;
+use crate::transport::TransportEngine;
 use resound_protocol::cycle::{mix_sources, signal_downstream};
 use resound_protocol::shm::{client_state, NodeStatus, Table, View};
 use resound_protocol::sync::{activation, futex, switch, Ordering};
 use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+
+/// Longest a freewheeling cycle waits for the graph before counting an xrun.
+pub const FREEWHEEL_WAIT_NS: u64 = 1_000_000_000;
+/// Cycles over which the DSP load takes its maximum (as jackd).
+const LOAD_WINDOW: u32 = 32;
 
 /// Pushes an event for the control side; counts it as lost if the ring is full
 /// (the control side drains every few ms, so that means it is stalled).
@@ -162,6 +174,21 @@ pub struct EngineShared {
     pub ledger_ppm: std::sync::atomic::AtomicU64,
 }
 
+/// What one cycle needs to know.
+#[derive(Clone, Copy)]
+struct CycleArgs {
+    cycle: u64,
+    /// Nominal start (ns).
+    start: u64,
+    /// Nominal start of the next cycle (ns).
+    next: u64,
+    frame_time: u64,
+    frames: usize,
+    freewheel: bool,
+    /// How late the driver woke (ns).
+    delay_ns: u64,
+}
+
 /// The driver loop. Owns the device; reports through `events`.
 pub struct Engine {
     view: Arc<View>,
@@ -175,6 +202,12 @@ pub struct Engine {
     playback: Vec<(u32, usize)>,
     /// Table and cycle of the previous cycle, for the look-back.
     prev: Option<(usize, u64)>,
+    /// Start (ns) and period (ns) of the previous cycle.
+    prev_start: (u64, u64),
+    /// Transport state machine.
+    transport: TransportEngine,
+    /// DSP load: largest busy time in the current window (ns), cycles in it, smoothed load (%).
+    load: (u64, u32, f32),
 }
 
 impl Engine {
@@ -188,6 +221,7 @@ impl Engine {
     ) -> Engine {
         let max_frames = view.layout().caps.max_frames as usize;
         let device = DummyDevice::new(cfg.playback.len(), max_frames, cfg.loopback);
+        let transport = TransportEngine::new(view.layout().caps.max_clients);
         let capture = std::mem::take(&mut cfg.capture);
         let playback = std::mem::take(&mut cfg.playback);
         Engine {
@@ -208,6 +242,9 @@ impl Engine {
                 .map(|(i, p)| (p, i))
                 .collect(),
             prev: None,
+            prev_start: (0, 0),
+            transport,
+            load: (0, 0, 0.0),
         }
     }
 
@@ -228,21 +265,37 @@ impl Engine {
         let start = monotonic_ns();
         let mut deadline = start;
         let mut frame_time: u64 = 0;
+        let mut was_freewheeling = false;
         while !self.shared.stop.load(Ordering::Acquire) {
-            sleep_until(deadline);
+            let freewheel = h.freewheel.load(Ordering::Acquire) != 0;
+            if freewheel || was_freewheeling {
+                // No clock while freewheeling; afterwards the clock restarts now.
+                deadline = monotonic_ns();
+            }
+            was_freewheeling = freewheel;
+            if !freewheel {
+                sleep_until(deadline);
+            }
             let cpu0 = thread_cpu_ns();
             let now = monotonic_ns();
             let frames = h.buffer_frames.load(Ordering::Relaxed) as u64;
             let rate = h.sample_rate.load(Ordering::Relaxed).max(1) as u64;
             let period = frames * 1_000_000_000 / rate;
             let cycle = h.cycle.load(Ordering::Relaxed) + 1;
-            if now > deadline + period {
+            let delay_ns = now.saturating_sub(deadline);
+            if !freewheel {
+                h.max_delayed_us
+                    .fetch_max((delay_ns / 1000) as u32, Ordering::Relaxed);
+            }
+            if !freewheel && now > deadline + period {
                 // Woke more than a period late (machine stalled): resync
                 // instead of running a burst of back-to-back cycles.
                 let missed = (now - deadline) / period;
                 deadline += missed * period;
                 frame_time += missed * frames;
                 h.xruns.fetch_add(1, Ordering::Relaxed);
+                h.xrun_delayed_us
+                    .store((delay_ns / 1000) as u32, Ordering::Relaxed);
                 self.emit(RtEvent::DriverLate {
                     cycle,
                     late_ns: now - deadline,
@@ -252,7 +305,18 @@ impl Engine {
             }
             let next = deadline + period;
             assert_no_alloc::assert_no_alloc(|| {
-                self.cycle(&view, cycle, deadline, next, frame_time, frames as usize)
+                self.cycle(
+                    &view,
+                    CycleArgs {
+                        cycle,
+                        start: deadline,
+                        next,
+                        frame_time,
+                        frames: frames as usize,
+                        freewheel,
+                        delay_ns,
+                    },
+                )
             });
             frame_time += frames;
             deadline = next;
@@ -264,21 +328,26 @@ impl Engine {
     }
 
     /// One cycle (real-time, no allocation).
-    fn cycle(
-        &mut self,
-        view: &View,
-        cycle: u64,
-        start: u64,
-        next: u64,
-        frame_time: u64,
-        frames: usize,
-    ) {
+    fn cycle(&mut self, view: &View, a: CycleArgs) {
+        let CycleArgs {
+            cycle,
+            start,
+            next,
+            frame_time,
+            frames,
+            freewheel,
+            delay_ns,
+        } = a;
         let h = view.header();
         // 2. Look back at the previous cycle; run the reservation controllers on it.
         let prev_cycle = self.prev.map_or(0, |(_, c)| c);
         if let Some((pidx, pcycle)) = self.prev {
-            self.look_back(view, view.table(pidx), pcycle);
+            if self.look_back(view, view.table(pidx), pcycle) {
+                h.xrun_delayed_us
+                    .store((delay_ns / 1000) as u32, Ordering::Relaxed);
+            }
         }
+        self.prev_start = (start, next - start);
         {
             let (ev, sh) = (&mut self.events, &self.shared);
             self.res
@@ -306,6 +375,9 @@ impl Engine {
         h.next_start_ns.store(next, Ordering::Release);
         h.cycle_frames.store(frames as u32, Ordering::Release);
         h.timer_seq.fetch_add(1, Ordering::AcqRel);
+        // Transport of this cycle, before anyone runs.
+        self.transport
+            .cycle(view, &table, cycle, frames as u32, start);
         // 6. Arm and trigger.
         let tag = cycle as u32;
         let hw = table.client_hw();
@@ -325,8 +397,18 @@ impl Engine {
         let seen = me.trigger.load(Ordering::Acquire);
         signal_downstream(view, &table, 0, cycle);
         self.prev = Some((cur, cycle));
-        // 7. Sync: wait for the graph's end, bounded by the next deadline.
-        if self.sync() {
+        // 7. Sync (or freewheel): wait for the graph's end, bounded by the next
+        // deadline (freewheel: by FREEWHEEL_WAIT_NS).
+        if self.sync() || freewheel {
+            let next = if freewheel {
+                if ends == 0 {
+                    // Nothing to run: do not spin, keep the pace of the clock.
+                    sleep_until(next);
+                }
+                monotonic_ns() + FREEWHEEL_WAIT_NS
+            } else {
+                next
+            };
             if ends > 0 {
                 let done = || {
                     activation::count(me.counter.load(Ordering::Acquire)) == 0
@@ -348,14 +430,21 @@ impl Engine {
         self.cfg.sync
     }
 
-    fn look_back(&mut self, view: &View, table: Table<'_>, cycle: u64) {
+    /// Checks the previous cycle; returns whether it had an xrun.
+    fn look_back(&mut self, view: &View, table: Table<'_>, cycle: u64) -> bool {
         let hw = table.client_hw();
         let mut any_late = false;
+        let mut end = 0u64;
+        let mut any_active = false;
         for slot in 1..hw {
             if table.client_state(slot) != client_state::ACTIVE {
                 continue;
             }
             let Some(r) = view.record(slot) else { continue };
+            any_active = true;
+            if r.finished_cycle.load(Ordering::Acquire) == cycle {
+                end = end.max(r.finish_ns.load(Ordering::Relaxed));
+            }
             let status = r.status.load(Ordering::Relaxed);
             if NodeStatus::from_raw(status).is_none() {
                 self.emit(RtEvent::Corrupt { slot, status });
@@ -381,6 +470,27 @@ impl Engine {
             view.header().xruns.fetch_add(1, Ordering::Relaxed);
             self.emit(RtEvent::CycleChecked { cycle });
         }
+        // DSP load: how much of the period the graph kept busy (jackd's rule:
+        // the worst cycle of a window, smoothed).
+        let (pstart, pperiod) = self.prev_start;
+        let busy = if any_active {
+            end.saturating_sub(pstart)
+        } else {
+            view.record(0)
+                .map_or(0, |r| r.cpu_ns.load(Ordering::Relaxed))
+        };
+        let (max, n, load) = &mut self.load;
+        *max = (*max).max(busy);
+        *n += 1;
+        if *n >= LOAD_WINDOW && pperiod > 0 {
+            let inst = (*max as f32 / pperiod as f32 * 100.0).clamp(0.0, 100.0);
+            *load = 0.5 * inst + 0.5 * *load;
+            view.header()
+                .cpu_load
+                .store(load.to_bits(), Ordering::Relaxed);
+            (*max, *n) = (0, 0);
+        }
+        any_late
     }
 
     fn read_capture(&mut self, view: &View, frames: usize) {

@@ -7,8 +7,11 @@
 
 pub mod config;
 pub mod engine;
+pub mod latency;
+pub mod metadata;
 pub mod reserve;
 pub mod server;
+pub mod transport;
 
 use std::sync::Arc;
 

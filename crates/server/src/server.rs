@@ -35,6 +35,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tracing::{debug, error, info, warn};
 
+mod jack;
+
 /// A running server.
 pub struct Server {
     name: String,
@@ -63,6 +65,10 @@ struct Session {
 
 struct State {
     graph: Graph,
+    /// Metadata properties (jack_set_property & co).
+    metadata: crate::metadata::Metadata,
+    /// Per slot: the client computes its own latencies (has a latency callback).
+    latency_custom: Vec<bool>,
     sessions: HashMap<u64, Session>,
     xruns: Vec<u64>,
     /// Slots already being dropped for corrupting their record.
@@ -167,6 +173,8 @@ impl Server {
                 sessions: HashMap::new(),
                 xruns: vec![0; caps.max_clients as usize],
                 condemned: vec![],
+                metadata: Default::default(),
+                latency_custom: vec![false; caps.max_clients as usize],
             }),
             stopping: AtomicBool::new(false),
             socket,
@@ -246,6 +254,8 @@ impl Server {
 
     /// Writes the graph into the next table and waits until the driver uses it.
     fn publish(&self, st: &mut State) {
+        let (capture, playback) = self.device_latency();
+        crate::latency::propagate(&mut st.graph, &st.latency_custom, capture, playback);
         let c = st.graph.compile();
         let h = self.view.header();
         let before = switch::generation(h.switch.load(Ordering::Acquire));
@@ -390,6 +400,10 @@ impl Server {
                             r.finished_cycle.store(0, Ordering::Relaxed);
                             r.cpu_ns.store(0, Ordering::Relaxed);
                         }
+                        if let Some(m) = self.view.mailbox(slot) {
+                            m.reset();
+                        }
+                        st.latency_custom[slot as usize] = false;
                         st.xruns[slot as usize] = 0;
                         self.publish(&mut st);
                         let uuid = st.graph.client(slot).map_or(0, |c| c.uuid);
@@ -528,7 +542,9 @@ impl Server {
             .client(slot)
             .map(|c| c.name.clone())
             .unwrap_or_default();
+        let gone_uuids = self.uuids_of_client(&st, slot);
         if let Ok((conns, ports)) = st.graph.remove_client(slot) {
+            self.forget_client(&mut st, slot, &gone_uuids);
             self.publish(&mut st);
             self.command(Command::Detach { slot });
             if let Some(r) = self.view.record(slot) {
@@ -568,7 +584,7 @@ impl Server {
                     registered: false,
                 },
             );
-            Self::notify(&mut st, Notification::GraphOrder);
+            Self::graph_order(&mut st);
         }
     }
 
@@ -623,7 +639,11 @@ impl Server {
             Request::UnregisterPort { port } => {
                 let me = Self::need_client(slot)?;
                 let name = st.graph.port_name(port).unwrap_or_default();
+                let uuid = st.graph.port(port).map(|p| p.uuid);
                 let conns = st.graph.unregister_port(me, port)?;
+                if let Some(u) = uuid {
+                    Self::forget_subject(&mut st, u);
+                }
                 self.publish(&mut st);
                 for c in conns {
                     Self::notify(
@@ -663,7 +683,7 @@ impl Server {
                 st.graph.set_active(me, true)?;
                 self.publish(&mut st);
                 self.command(Command::Attach { slot: me, tid });
-                Self::notify(&mut st, Notification::GraphOrder);
+                Self::graph_order(&mut st);
                 Ok(Reply::Ok)
             }
             Request::Deactivate => {
@@ -671,7 +691,8 @@ impl Server {
                 st.graph.set_active(me, false)?;
                 self.publish(&mut st);
                 self.command(Command::Detach { slot: me });
-                Self::notify(&mut st, Notification::GraphOrder);
+                self.leave_timebase(me);
+                Self::graph_order(&mut st);
                 Ok(Reply::Ok)
             }
             Request::Connect { src, dst } => {
@@ -711,12 +732,16 @@ impl Server {
                     h.buffer_frames.store(frames, Ordering::Release);
                     info!("buffer size now {frames} frames");
                     Self::notify(&mut st, Notification::BufferSize(frames));
+                    // Device latencies are in periods.
+                    self.publish(&mut st);
+                    Self::graph_order(&mut st);
                 }
                 Ok(Reply::Ok)
             }
             Request::Status => Ok(Reply::Status(Box::new(self.status(&st)))),
             Request::ListPorts => Ok(Reply::Ports(Self::list_ports(&st.graph))),
             Request::Close => Ok(Reply::Ok),
+            other => self.handle_jack(&mut st, slot, other),
         }
     }
 
@@ -738,7 +763,7 @@ impl Server {
                 },
             );
         }
-        Self::notify(st, Notification::GraphOrder);
+        Self::graph_order(st);
     }
 
     /// The process-thread TID a client announces must be one of its own threads.

@@ -1,0 +1,152 @@
+//! Metadata properties (JACK's metadata API): key/value/type triples attached
+//! to a subject UUID (a client or a port). Kept in server memory for the
+//! server's lifetime; the properties of a client or port go with it.
+//!
+//! Control thread only (under the server's state lock).
+
+use resound_protocol::wire::{property_change, ErrorCode, Property, WireError};
+use std::collections::BTreeMap;
+
+/// Longest key in bytes.
+pub const MAX_KEY: usize = 1024;
+/// Longest value in bytes.
+pub const MAX_VALUE: usize = 32 * 1024;
+/// Longest type in bytes.
+pub const MAX_TYPE: usize = 1024;
+/// Total bytes of keys, values and types the server keeps.
+pub const MAX_TOTAL: usize = 16 * 1024 * 1024;
+
+/// The property store.
+#[derive(Debug, Default)]
+pub struct Metadata {
+    props: BTreeMap<u64, Vec<Property>>,
+    bytes: usize,
+}
+
+fn size(p: &Property) -> usize {
+    p.key.len() + p.value.len() + p.type_name.len()
+}
+
+impl Metadata {
+    /// Sets a property; returns the change (created or changed).
+    pub fn set(&mut self, subject: u64, p: Property) -> Result<u32, WireError> {
+        if subject == 0 {
+            return Err(WireError::new(
+                ErrorCode::NotFound,
+                "property subject 0 is no client or port",
+            ));
+        }
+        if p.key.is_empty()
+            || p.key.len() > MAX_KEY
+            || p.value.len() > MAX_VALUE
+            || p.type_name.len() > MAX_TYPE
+        {
+            return Err(WireError::new(
+                ErrorCode::InvalidName,
+                format!("property key must be 1..={MAX_KEY} bytes, value up to {MAX_VALUE}, type up to {MAX_TYPE}"),
+            ));
+        }
+        let list = self.props.entry(subject).or_default();
+        let old = list.iter().position(|q| q.key == p.key);
+        let freed = old.map_or(0, |i| size(&list[i]));
+        if self.bytes - freed + size(&p) > MAX_TOTAL {
+            return Err(WireError::new(ErrorCode::Full, "metadata store is full"));
+        }
+        self.bytes = self.bytes - freed + size(&p);
+        Ok(match old {
+            Some(i) => {
+                list[i] = p;
+                property_change::CHANGED
+            }
+            None => {
+                list.push(p);
+                property_change::CREATED
+            }
+        })
+    }
+
+    /// One property.
+    pub fn get(&self, subject: u64, key: &str) -> Option<Property> {
+        self.props
+            .get(&subject)?
+            .iter()
+            .find(|p| p.key == key)
+            .cloned()
+    }
+
+    /// Every property of a subject.
+    pub fn get_all(&self, subject: u64) -> Vec<Property> {
+        self.props.get(&subject).cloned().unwrap_or_default()
+    }
+
+    /// Every subject with its properties.
+    pub fn all(&self) -> Vec<(u64, Vec<Property>)> {
+        self.props
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(s, v)| (*s, v.clone()))
+            .collect()
+    }
+
+    /// Removes one property; false if it was not set.
+    pub fn remove(&mut self, subject: u64, key: &str) -> bool {
+        let Some(list) = self.props.get_mut(&subject) else {
+            return false;
+        };
+        let Some(i) = list.iter().position(|p| p.key == key) else {
+            return false;
+        };
+        self.bytes -= size(&list.remove(i));
+        if list.is_empty() {
+            self.props.remove(&subject);
+        }
+        true
+    }
+
+    /// Removes every property of a subject; returns the removed keys.
+    pub fn remove_subject(&mut self, subject: u64) -> Vec<String> {
+        let list = self.props.remove(&subject).unwrap_or_default();
+        self.bytes -= list.iter().map(size).sum::<usize>();
+        list.into_iter().map(|p| p.key).collect()
+    }
+
+    /// Removes everything; returns how many properties there were.
+    pub fn remove_all(&mut self) -> usize {
+        let n = self.props.values().map(Vec::len).sum();
+        self.props.clear();
+        self.bytes = 0;
+        n
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(k: &str, v: &str) -> Property {
+        Property {
+            key: k.into(),
+            value: v.into(),
+            type_name: String::new(),
+        }
+    }
+
+    #[test]
+    fn set_get_remove() {
+        let mut m = Metadata::default();
+        assert_eq!(m.set(7, p("a", "1")).unwrap(), property_change::CREATED);
+        assert_eq!(m.set(7, p("a", "2")).unwrap(), property_change::CHANGED);
+        m.set(7, p("b", "3")).unwrap();
+        m.set(9, p("a", "x")).unwrap();
+        assert_eq!(m.get(7, "a").unwrap().value, "2");
+        assert_eq!(m.get_all(7).len(), 2);
+        assert_eq!(m.all().len(), 2);
+        assert!(m.remove(7, "a"));
+        assert!(!m.remove(7, "a"));
+        assert_eq!(m.remove_subject(7), vec!["b".to_string()]);
+        assert_eq!(m.remove_all(), 1);
+        assert_eq!(m.bytes, 0);
+        assert!(m.set(0, p("a", "1")).is_err());
+        assert!(m.set(1, p("", "1")).is_err());
+    }
+}
