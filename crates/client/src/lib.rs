@@ -34,6 +34,7 @@ use resound_protocol::limits::{self, AUDIO_TYPE, MIDI_TYPE};
 use resound_protocol::shm::{self, client_state, port_flags, NodeStatus, Table, View};
 use resound_protocol::sync::{futex, switch, Ordering};
 use resound_protocol::time::{monotonic_ns, thread_cpu_ns};
+pub use resound_protocol::transport::{Position, Transport};
 use resound_protocol::wire::{
     self, Envelope, ErrorCode, FrameError, Hello, HelloKind, Notification, PortInfo, Reply,
     Request, ServerMsg, Status, Welcome, WireError,
@@ -189,6 +190,96 @@ impl Port {
     }
 }
 
+impl Port {
+    /// This cycle's MIDI events at a MIDI input (merged in time order when
+    /// several outputs are connected).
+    pub fn midi_in<'s>(&'s self, ps: &'s ProcessScope<'_>) -> MidiIn<'s> {
+        let buf = resound_protocol::cycle::midi_input_buffer(
+            ps.view, &ps.table, self.id, self.slot, ps.frames,
+        );
+        MidiIn {
+            buf,
+            next: 0,
+            _l: std::marker::PhantomData,
+        }
+    }
+
+    /// This cycle's MIDI output buffer, emptied (write events in time order).
+    pub fn midi_out<'s>(&'s mut self, ps: &'s ProcessScope<'_>) -> MidiOut<'s> {
+        let buf = ps
+            .view
+            .port_buffer(self.id)
+            .map_or(std::ptr::null_mut(), |p| p as *mut u8);
+        if !buf.is_null() {
+            // SAFETY: our own output port's buffer (≥ MIDI_BUFFER_BYTES, aligned).
+            unsafe { resound_protocol::midi::init(buf, ps.frames as u32) };
+        }
+        MidiOut {
+            buf,
+            _l: std::marker::PhantomData,
+        }
+    }
+}
+
+/// One MIDI event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MidiEvent<'a> {
+    /// Frame offset within the cycle.
+    pub time: u32,
+    /// The raw MIDI bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Iterator over a MIDI input's events this cycle.
+pub struct MidiIn<'a> {
+    buf: *const u8,
+    next: u32,
+    _l: std::marker::PhantomData<&'a ()>,
+}
+
+impl<'a> Iterator for MidiIn<'a> {
+    type Item = MidiEvent<'a>;
+    fn next(&mut self) -> Option<MidiEvent<'a>> {
+        // SAFETY: `buf` is a MIDI buffer of MIDI_BUFFER_BYTES in a mapped
+        // segment (a port buffer or the silence buffer) valid for 'a; `event`
+        // checks every range, so the slice lies inside it.
+        unsafe {
+            while self.next < resound_protocol::midi::event_count(self.buf) {
+                let i = self.next;
+                self.next += 1;
+                if let Some(e) = resound_protocol::midi::event(self.buf, i) {
+                    return Some(MidiEvent {
+                        time: e.time,
+                        bytes: std::slice::from_raw_parts(e.data, e.size as usize),
+                    });
+                }
+            }
+        }
+        None
+    }
+}
+
+/// Writer of a MIDI output's events this cycle.
+pub struct MidiOut<'a> {
+    buf: *mut u8,
+    _l: std::marker::PhantomData<&'a mut ()>,
+}
+
+impl MidiOut<'_> {
+    /// Writes an event at frame `time` (times must not decrease).
+    pub fn write(
+        &mut self,
+        time: u32,
+        bytes: &[u8],
+    ) -> Result<(), resound_protocol::midi::WriteError> {
+        if self.buf.is_null() {
+            return Err(resound_protocol::midi::WriteError::Invalid);
+        }
+        // SAFETY: our own port's MIDI buffer, initialised by midi_out.
+        unsafe { resound_protocol::midi::write(self.buf, time, bytes.as_ptr(), bytes.len()) }
+    }
+}
+
 /// What the process callback sees of the current cycle.
 pub struct ProcessScope<'a> {
     view: &'a View,
@@ -337,7 +428,7 @@ impl Client {
                 exact_name: opts.exact_name,
             },
         };
-        wire::write_frame(&mut &stream, &hello)?;
+        wire::send_frame(&stream, &hello)?;
         let (payload, mut fds) =
             wire::recv_frame_with_fds(&stream, limits::MAX_REPLY_BYTES).map_err(frame_err)?;
         let (slot, actual, uuid, server) = match wire::decode::<Welcome>(&payload)? {
@@ -501,6 +592,11 @@ impl Client {
         self.ok(Request::UnregisterPort { port: port.id })
     }
 
+    /// Unregisters one of this client's ports by id (for bindings).
+    pub fn unregister_port_id(&self, port: u32) -> Result<()> {
+        self.ok(Request::UnregisterPort { port })
+    }
+
     /// Connects an output to an input (full names; JACK's argument order).
     pub fn connect(&self, src: &str, dst: &str) -> Result<()> {
         self.ok(Request::Connect {
@@ -542,13 +638,272 @@ impl Client {
         snapshot(&self.inner.view)
     }
 
+    /// Every client of the graph, read from shared memory.
+    pub fn clients(&self) -> Vec<ClientSnap> {
+        clients(&self.inner.view)
+    }
+
+    /// Renames one of this client's ports (new short name).
+    pub fn rename_port(&self, port: u32, short: &str) -> Result<()> {
+        self.ok(Request::RenamePort {
+            port,
+            name: short.into(),
+        })
+    }
+
+    /// Adds an alias to any port.
+    pub fn set_port_alias(&self, port: u32, alias: &str) -> Result<()> {
+        self.ok(Request::SetPortAlias {
+            port,
+            alias: alias.into(),
+        })
+    }
+
+    /// Removes an alias of a port.
+    pub fn unset_port_alias(&self, port: u32, alias: &str) -> Result<()> {
+        self.ok(Request::UnsetPortAlias {
+            port,
+            alias: alias.into(),
+        })
+    }
+
+    /// Sets the latency range (frames) of one of this client's ports;
+    /// `playback` picks the playback range, else the capture range.
+    pub fn set_latency_range(&self, port: u32, playback: bool, min: u32, max: u32) -> Result<()> {
+        self.ok(Request::SetLatencyRange {
+            port,
+            mode: playback as u32,
+            min,
+            max,
+        })
+    }
+
+    /// Whether this client sets its ports' latencies itself (in response to
+    /// [`Notification::Latency`]); otherwise the server applies JACK's default rule.
+    pub fn set_latency_callback(&self, on: bool) -> Result<()> {
+        self.ok(Request::SetLatencyCallback { on })
+    }
+
+    /// Recomputes all latencies (and notifies clients with latency callbacks).
+    pub fn recompute_latencies(&self) -> Result<()> {
+        self.ok(Request::RecomputeLatencies)
+    }
+
+    /// Requests (or withdraws a request for) monitoring on a port.
+    pub fn request_monitor(&self, port: u32, on: bool) -> Result<()> {
+        self.ok(Request::RequestMonitor { port, on })
+    }
+
+    /// Turns monitoring of a port on if it is off, or off.
+    pub fn ensure_monitor(&self, port: u32, on: bool) -> Result<()> {
+        self.ok(Request::EnsureMonitor { port, on })
+    }
+
+    /// Starts or stops freewheeling (the server runs cycles as fast as the graph allows).
+    pub fn set_freewheel(&self, on: bool) -> Result<()> {
+        self.ok(Request::SetFreewheel { on })
+    }
+
+    /// Whether the server is freewheeling.
+    pub fn freewheeling(&self) -> bool {
+        self.inner.view.header().freewheel.load(Ordering::Acquire) != 0
+    }
+
+    /// DSP load in percent.
+    pub fn cpu_load(&self) -> f32 {
+        f32::from_bits(self.inner.view.header().cpu_load.load(Ordering::Relaxed))
+    }
+
+    /// Largest driver wake-up delay since start or the last reset (µs).
+    pub fn max_delayed_usecs(&self) -> f32 {
+        self.inner
+            .view
+            .header()
+            .max_delayed_us
+            .load(Ordering::Relaxed) as f32
+    }
+
+    /// Driver wake-up delay in the last cycle with an xrun (µs).
+    pub fn xrun_delayed_usecs(&self) -> f32 {
+        self.inner
+            .view
+            .header()
+            .xrun_delayed_us
+            .load(Ordering::Relaxed) as f32
+    }
+
+    /// Resets the maximum delay statistic.
+    pub fn reset_max_delayed_usecs(&self) -> Result<()> {
+        self.ok(Request::ResetMaxDelayed)
+    }
+
+    /// The transport as published for the current cycle.
+    pub fn transport(&self) -> Transport {
+        self.inner.view.header().transport.load()
+    }
+
+    fn transport_command(&self, cmd: u32) {
+        if let Some(mb) = self.inner.view.mailbox(self.inner.slot) {
+            let mut w = mb.transport_cmd.load(Ordering::Relaxed);
+            loop {
+                let nw = ((w >> 8).wrapping_add(1) << 8) | cmd as u64;
+                match mb.transport_cmd.compare_exchange_weak(
+                    w,
+                    nw,
+                    Ordering::AcqRel,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(x) => w = x,
+                }
+            }
+        }
+    }
+
+    /// Starts the transport (real-time safe: a write into shared memory).
+    pub fn transport_start(&self) {
+        self.transport_command(resound_protocol::transport::command::START);
+    }
+
+    /// Stops the transport (real-time safe).
+    pub fn transport_stop(&self) {
+        self.transport_command(resound_protocol::transport::command::STOP);
+    }
+
+    /// Requests a new transport position (real-time safe). Only the frame and
+    /// the BBT/timecode fields named in `pos.valid` count; other valid bits
+    /// are an error (as JACK's EINVAL).
+    pub fn transport_reposition(&self, pos: &Position) -> Result<()> {
+        use resound_protocol::transport::valid;
+        if pos.valid & !valid::REQUESTABLE != 0 {
+            return Err(Error::State(
+                "a reposition may only carry BBT and timecode fields",
+            ));
+        }
+        let mb = self
+            .inner
+            .view
+            .mailbox(self.inner.slot)
+            .ok_or(Error::State("no mailbox"))?;
+        if !mb.locate_pos.put(pos, 1024) {
+            return Err(Error::State("transport request cell busy"));
+        }
+        mb.locate_req.fetch_add(1, Ordering::AcqRel);
+        Ok(())
+    }
+
+    /// Locates the transport to a frame (real-time safe).
+    pub fn transport_locate(&self, frame: u32) -> Result<()> {
+        self.transport_reposition(&Position {
+            frame,
+            ..Default::default()
+        })
+    }
+
+    /// Declares whether this client is a slow-sync client (has a sync callback).
+    pub fn set_sync_client(&self, on: bool) -> Result<()> {
+        self.ok(Request::SetSyncClient { on })
+    }
+
+    /// Sets the slow-sync timeout (µs).
+    pub fn set_sync_timeout(&self, usecs: u64) -> Result<()> {
+        self.ok(Request::SetSyncTimeout { usecs })
+    }
+
+    /// Becomes the timebase master (`conditional`: fail if there is one).
+    pub fn set_timebase(&self, conditional: bool) -> Result<()> {
+        self.ok(Request::SetTimebase { conditional })
+    }
+
+    /// Stops being the timebase master.
+    pub fn release_timebase(&self) -> Result<()> {
+        self.ok(Request::ReleaseTimebase)
+    }
+
+    /// Whether this client is the timebase master.
+    pub fn is_timebase_master(&self) -> bool {
+        self.inner
+            .view
+            .header()
+            .timebase_master
+            .load(Ordering::Acquire)
+            == self.inner.slot
+    }
+
+    /// Sets a metadata property of a subject (client or port UUID).
+    pub fn set_property(
+        &self,
+        subject: u64,
+        key: &str,
+        value: &str,
+        type_name: &str,
+    ) -> Result<()> {
+        self.ok(Request::SetProperty {
+            subject,
+            key: key.into(),
+            value: value.into(),
+            type_name: type_name.into(),
+        })
+    }
+
+    /// Metadata requests that need no client identity (shared with [`ControlSession`]).
+    pub fn metadata(&self) -> MetadataApi<'_> {
+        MetadataApi(Box::new(move |r| self.request(r)))
+    }
+
+    /// Removes one property.
+    pub fn remove_property(&self, subject: u64, key: &str) -> Result<()> {
+        self.ok(Request::RemoveProperty {
+            subject,
+            key: key.into(),
+        })
+    }
+
+    /// Removes every property of a subject; returns how many there were.
+    pub fn remove_properties(&self, subject: u64) -> Result<u32> {
+        match self.request(Request::RemoveProperties { subject })? {
+            Reply::Count(n) => Ok(n),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Removes every property of every subject.
+    pub fn remove_all_properties(&self) -> Result<()> {
+        self.ok(Request::RemoveAllProperties)
+    }
+
     /// Sets the notification handler (replacing any previous one).
     pub fn set_notification_handler(&self, h: impl NotificationHandler) {
         *self.inner.handler.lock().unwrap_or_else(|e| e.into_inner()) = Some(Box::new(h));
     }
 
     /// Starts the process thread and joins the activation graph.
-    pub fn activate(&self, handler: impl ProcessHandler) -> Result<()> {
+    pub fn activate(&self, mut handler: impl ProcessHandler) -> Result<()> {
+        self.activate_with(move |ctx: &mut RtContext| {
+            handler.thread_init();
+            while let Some(c) = ctx.wait() {
+                let ctl = assert_no_alloc::assert_no_alloc(|| {
+                    let mut ps = ctx.scope(&c);
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        handler.process(&mut ps)
+                    }))
+                    .unwrap_or(Control::Quit)
+                });
+                ctx.signal(ctl);
+                if ctl == Control::Quit {
+                    break;
+                }
+            }
+        })
+    }
+
+    /// Starts the process thread running `body` and joins the activation
+    /// graph. `body` runs on the real-time thread; it drives the cycles itself
+    /// with [`RtContext::wait`] and [`RtContext::signal`] (JACK's
+    /// jack_cycle_wait/jack_cycle_signal). Whatever it does before its first
+    /// `wait` runs before this call returns (thread initialisation); when it
+    /// returns, the thread ends.
+    pub fn activate_with(&self, body: impl FnOnce(&mut RtContext) + Send + 'static) -> Result<()> {
         let mut rt = self.inner.rt.lock().unwrap_or_else(|e| e.into_inner());
         if rt.is_some() {
             return Err(Error::State("client is already active"));
@@ -560,7 +915,7 @@ impl Client {
         let q = quit.clone();
         let handle = std::thread::Builder::new()
             .name(format!("resound-rt:{}", self.inner.name))
-            .spawn(move || process_thread(inner, handler, q, ready_tx))?;
+            .spawn(move || process_thread(inner, body, q, ready_tx))?;
         let tid = ready_rx
             .recv()
             .map_err(|_| Error::State("process thread failed to start"))?;
@@ -703,7 +1058,7 @@ fn request(
     }
     g.0 = g.0.wrapping_add(1) % (u32::MAX - 1);
     let seq = g.0;
-    wire::write_frame(&mut &*stream, &Envelope { seq, req })?;
+    wire::send_frame(stream, &Envelope { seq, req })?;
     loop {
         match g.1.recv_timeout(REQUEST_TIMEOUT) {
             Ok((s, r)) if s == seq => {
@@ -788,16 +1143,14 @@ fn deliver(inner: &Inner, client: &Client, n: &Notification) {
     }
 }
 
-/// The process thread: sleeps on the client's futex word, runs one cycle per wake-up.
+/// The process thread: real-time scheduling, then the body, which runs the cycles.
 fn process_thread(
     inner: Arc<Inner>,
-    mut handler: impl ProcessHandler,
+    body: impl FnOnce(&mut RtContext),
     quit: Arc<AtomicBool>,
     ready: Sender<i32>,
 ) {
-    let view = &inner.view;
-    let h = view.header();
-    let prio = h.client_priority;
+    let prio = inner.view.header().client_priority;
     let sched = if prio > 0 {
         match resound_protocol::rt::set_fifo(prio) {
             Ok(()) => resound_protocol::rt::policy_of(0),
@@ -809,67 +1162,249 @@ fn process_thread(
     *inner.rt_sched.lock().unwrap_or_else(|e| e.into_inner()) = sched;
     let tid = resound_protocol::rt::gettid();
     inner.rt_tid.store(tid as u32, Ordering::Relaxed);
-    let Some(rec) = view.record(inner.slot) else {
+    if inner.view.record(inner.slot).is_none() {
         return;
+    }
+    let seen = inner
+        .view
+        .record(inner.slot)
+        .map_or(0, |r| r.trigger.load(Ordering::Acquire));
+    let mut ctx = RtContext {
+        inner,
+        quit,
+        ready: Some((ready, tid)),
+        seen,
+        current: None,
+        cpu0: 0,
+        synced: false,
+        tb_gen: None,
+        tb_locate: 0,
     };
-    handler.thread_init();
-    let mut seen = rec.trigger.load(Ordering::Acquire);
-    let _ = ready.send(tid);
-    let max_frames = view.layout().caps.max_frames as usize;
-    loop {
-        if let futex::Wait::Changed(v) = futex::wait_changed(&rec.trigger, seen, None) {
-            seen = v;
-        }
-        if quit.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0 {
-            break;
-        }
-        let keep_going = assert_no_alloc::assert_no_alloc(|| {
-            let cpu0 = thread_cpu_ns();
-            rec.awake_ns.store(monotonic_ns(), Ordering::Relaxed);
-            rec.status
-                .store(NodeStatus::Running as u32, Ordering::Relaxed);
-            let cycle = rec.cycle.load(Ordering::Relaxed);
-            let table = view.table(view.current_index());
-            if table.client_state(inner.slot) != client_state::ACTIVE {
-                // Woken by a stale trigger after deactivation: nothing to do.
-                return true;
-            }
-            let t = view.timer();
-            let frames = (t.frames as usize).min(max_frames);
-            // A late thread may run after the driver began a newer cycle: its
-            // frame time and start are those of *its* cycle.
-            let behind = t.cycle.saturating_sub(cycle);
-            let frame_time = t.frame_time.saturating_sub(behind * frames as u64);
-            let start = t
-                .start_ns
-                .saturating_sub(behind * h.period_ns.load(Ordering::Relaxed));
-            let mut ps = ProcessScope {
-                view,
-                table,
-                frames,
-                cycle,
-                frame_time,
-                cycle_start_ns: start,
-            };
-            let ctl =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler.process(&mut ps)))
-                    .unwrap_or(Control::Quit);
-            rec.finish_ns.store(monotonic_ns(), Ordering::Relaxed);
-            rec.finished_cycle.store(cycle, Ordering::Release);
-            rec.status
-                .store(NodeStatus::Finished as u32, Ordering::Release);
-            signal_downstream(view, &table, inner.slot, cycle);
-            rec.cpu_ns
-                .store(thread_cpu_ns().saturating_sub(cpu0), Ordering::Relaxed);
-            ctl == Control::Continue
-        });
-        if !keep_going {
-            inner.quit_requested.store(true, Ordering::Release);
-            break;
-        }
+    body(&mut ctx);
+    // A body that never waited still lets activate() return.
+    ctx.send_ready();
+    if let Some(c) = ctx.current.take() {
+        ctx.finish(c, Control::Quit);
     }
     // Leave any reservation the server gave this thread, ourselves, while running.
     let _ = resound_protocol::rt::set_other();
+}
+
+/// One cycle as the process thread sees it (see [`RtContext::wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CycleInfo {
+    /// Cycle number.
+    pub cycle: u64,
+    /// Frames in this cycle.
+    pub frames: usize,
+    /// Frame time of its first frame.
+    pub frame_time: u64,
+    /// CLOCK_MONOTONIC ns at which it began.
+    pub cycle_start_ns: u64,
+    /// CLOCK_MONOTONIC ns at which the next cycle begins.
+    pub next_start_ns: u64,
+    /// Index of the graph table in use for this cycle.
+    pub table: usize,
+}
+
+/// The process thread's handle on its cycles: wait for the next one, then
+/// signal its end (which wakes the downstream clients). Lives on the
+/// process thread only; every method is real-time safe.
+pub struct RtContext {
+    inner: Arc<Inner>,
+    quit: Arc<AtomicBool>,
+    ready: Option<(Sender<i32>, i32)>,
+    seen: u32,
+    current: Option<CycleInfo>,
+    cpu0: u64,
+    /// The sync callback ran successfully at least once since activation.
+    synced: bool,
+    /// Timebase generation and relocation generation the master last saw.
+    tb_gen: Option<u32>,
+    tb_locate: u64,
+}
+
+impl RtContext {
+    fn send_ready(&mut self) {
+        if let Some((tx, tid)) = self.ready.take() {
+            let _ = tx.send(tid);
+        }
+    }
+
+    /// The shared-memory view.
+    pub fn view(&self) -> &View {
+        &self.inner.view
+    }
+
+    /// This client's slot.
+    pub fn slot(&self) -> u32 {
+        self.inner.slot
+    }
+
+    /// The cycle being processed (between [`RtContext::wait`] and [`RtContext::signal`]).
+    pub fn current(&self) -> Option<CycleInfo> {
+        self.current
+    }
+
+    /// Sleeps until this client's next cycle and returns it; None when the
+    /// client is being deactivated or the server stops (the body should then
+    /// return). A cycle still open is signalled first.
+    pub fn wait(&mut self) -> Option<CycleInfo> {
+        if let Some(c) = self.current.take() {
+            self.finish(c, Control::Continue);
+        }
+        self.send_ready();
+        let inner = self.inner.clone();
+        let view = &inner.view;
+        let h = view.header();
+        let rec = view.record(inner.slot)?;
+        let max_frames = view.layout().caps.max_frames as usize;
+        loop {
+            if let futex::Wait::Changed(v) = futex::wait_changed(&rec.trigger, self.seen, None) {
+                self.seen = v;
+            }
+            if self.quit.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0 {
+                return None;
+            }
+            let c = assert_no_alloc::assert_no_alloc(|| {
+                let cpu0 = thread_cpu_ns();
+                rec.awake_ns.store(monotonic_ns(), Ordering::Relaxed);
+                rec.status
+                    .store(NodeStatus::Running as u32, Ordering::Relaxed);
+                let cycle = rec.cycle.load(Ordering::Relaxed);
+                let table = view.current_index();
+                if view.table(table).client_state(inner.slot) != client_state::ACTIVE {
+                    // Woken by a stale trigger after deactivation: nothing to do.
+                    return None;
+                }
+                let t = view.timer();
+                let frames = (t.frames as usize).min(max_frames);
+                // A late thread may run after the driver began a newer cycle: its
+                // frame time and start are those of *its* cycle.
+                let behind = t.cycle.saturating_sub(cycle);
+                let period = h.period_ns.load(Ordering::Relaxed);
+                Some((
+                    CycleInfo {
+                        cycle,
+                        frames,
+                        frame_time: t.frame_time.saturating_sub(behind * frames as u64),
+                        cycle_start_ns: t.start_ns.saturating_sub(behind * period),
+                        next_start_ns: t.next_start_ns.saturating_sub(behind * period),
+                        table,
+                    },
+                    cpu0,
+                ))
+            });
+            if let Some((c, cpu0)) = c {
+                self.cpu0 = cpu0;
+                self.current = Some(c);
+                return Some(c);
+            }
+        }
+    }
+
+    /// Ends the current cycle: stamps it finished and wakes the downstream
+    /// clients. `Control::Quit` also asks for deactivation (as a non-zero
+    /// return from a JACK process callback); the next [`RtContext::wait`]
+    /// then returns None.
+    pub fn signal(&mut self, ctl: Control) {
+        if let Some(c) = self.current.take() {
+            self.finish(c, ctl);
+        }
+    }
+
+    fn finish(&mut self, c: CycleInfo, ctl: Control) {
+        let inner = &self.inner;
+        let view = &inner.view;
+        let Some(rec) = view.record(inner.slot) else {
+            return;
+        };
+        assert_no_alloc::assert_no_alloc(|| {
+            rec.finish_ns.store(monotonic_ns(), Ordering::Relaxed);
+            rec.finished_cycle.store(c.cycle, Ordering::Release);
+            rec.status
+                .store(NodeStatus::Finished as u32, Ordering::Release);
+            signal_downstream(view, &view.table(c.table), inner.slot, c.cycle);
+            rec.cpu_ns
+                .store(thread_cpu_ns().saturating_sub(self.cpu0), Ordering::Relaxed);
+        });
+        if ctl == Control::Quit {
+            inner.quit_requested.store(true, Ordering::Release);
+            self.quit.store(true, Ordering::Release);
+        }
+    }
+
+    /// What the process callback sees of a cycle.
+    pub fn scope(&self, c: &CycleInfo) -> ProcessScope<'_> {
+        let view = &self.inner.view;
+        ProcessScope {
+            view,
+            table: view.table(c.table),
+            frames: c.frames,
+            cycle: c.cycle,
+            frame_time: c.frame_time,
+            cycle_start_ns: c.cycle_start_ns,
+        }
+    }
+
+    /// Slow-sync step, before the process callback: the transport, if this
+    /// client still has to report ready for it (JACK calls the sync callback
+    /// once after activation, then after every relocation and whenever the
+    /// transport enters Starting, until it returns true).
+    pub fn sync_due(&self) -> Option<Transport> {
+        let t = self.inner.view.header().transport.load();
+        let mb = self.inner.view.mailbox(self.inner.slot)?;
+        if !self.synced || mb.sync_ready.load(Ordering::Acquire) != t.sync_gen {
+            Some(t)
+        } else {
+            None
+        }
+    }
+
+    /// The sync callback returned true for `t`.
+    pub fn sync_ready(&mut self, t: &Transport) {
+        self.synced = true;
+        if let Some(mb) = self.inner.view.mailbox(self.inner.slot) {
+            mb.sync_ready.store(t.sync_gen, Ordering::Release);
+        }
+    }
+
+    /// Timebase step, after the process callback: if this client is the
+    /// timebase master and its callback is due (a new position — first cycle
+    /// as master, or a relocation — or the transport rolls), returns the
+    /// transport state, the position for the *next* cycle (extended fields of
+    /// this one, frame advanced when rolling) and `new_pos`.
+    pub fn timebase_due(&mut self) -> Option<(u32, Position, bool)> {
+        let h = self.inner.view.header();
+        if h.timebase_master.load(Ordering::Acquire) != self.inner.slot {
+            self.tb_gen = None;
+            return None;
+        }
+        let c = self.current?;
+        let t = h.transport.load();
+        let gen = h.timebase_gen.load(Ordering::Acquire);
+        let new_pos = self.tb_gen != Some(gen) || self.tb_locate != t.locate_gen;
+        self.tb_gen = Some(gen);
+        self.tb_locate = t.locate_gen;
+        if !new_pos && t.state != resound_protocol::transport::state::ROLLING {
+            return None;
+        }
+        let mut next = t.pos;
+        if t.state == resound_protocol::transport::state::ROLLING {
+            next.frame = next.frame.wrapping_add(c.frames as u32);
+        }
+        Some((t.state, next, new_pos))
+    }
+
+    /// Hands the timebase master's position for the next cycle to the driver.
+    pub fn timebase_commit(&self, pos: &Position) {
+        let (Some(c), Some(mb)) = (self.current, self.inner.view.mailbox(self.inner.slot)) else {
+            return;
+        };
+        if mb.timebase_pos.put(pos, 64) {
+            mb.timebase_cycle.store(c.cycle, Ordering::Release);
+        }
+    }
 }
 
 /// A port in a [`Snapshot`].
@@ -983,6 +1518,74 @@ pub fn snapshot(view: &View) -> Snapshot {
     })
 }
 
+/// A client in the graph.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSnap {
+    /// Slot.
+    pub slot: u32,
+    /// Name.
+    pub name: String,
+    /// Active (in the activation graph).
+    pub active: bool,
+    /// UUID.
+    pub uuid: u64,
+    /// Process id.
+    pub pid: u32,
+}
+
+/// Every client of the current graph table, read consistently.
+pub fn clients(view: &View) -> Vec<ClientSnap> {
+    switch::read_consistent(&view.header().switch, |idx| {
+        let t = view.table(idx);
+        (0..t.client_hw())
+            .filter_map(|slot| {
+                let c = t.client(slot)?;
+                (c.state != client_state::FREE).then(|| ClientSnap {
+                    slot,
+                    name: shm::get_name(&c.name),
+                    active: c.state == client_state::ACTIVE,
+                    uuid: c.uuid,
+                    pid: c.pid,
+                })
+            })
+            .collect()
+    })
+}
+
+type RequestFn<'a> = dyn Fn(Request) -> Result<Reply> + 'a;
+
+/// Metadata queries (see [`Client::metadata`], [`ControlSession::metadata`]).
+pub struct MetadataApi<'a>(Box<RequestFn<'a>>);
+
+impl MetadataApi<'_> {
+    /// One property: (value, type).
+    pub fn get(&self, subject: u64, key: &str) -> Result<Option<wire::Property>> {
+        match (self.0)(Request::GetProperty {
+            subject,
+            key: key.into(),
+        })? {
+            Reply::Property(p) => Ok(p),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every property of a subject.
+    pub fn get_all(&self, subject: u64) -> Result<Vec<wire::Property>> {
+        match (self.0)(Request::GetProperties { subject })? {
+            Reply::Properties(p) => Ok(p),
+            other => Err(unexpected(other)),
+        }
+    }
+
+    /// Every subject with its properties.
+    pub fn all(&self) -> Result<Vec<(u64, Vec<wire::Property>)>> {
+        match (self.0)(Request::GetAllProperties)? {
+            Reply::AllProperties(p) => Ok(p),
+            other => Err(unexpected(other)),
+        }
+    }
+}
+
 /// A control session: status, port listing and (dis)connection without being a client.
 pub struct ControlSession {
     stream: UnixStream,
@@ -995,8 +1598,8 @@ impl ControlSession {
     /// Connects to a server as a control session (`dir`: socket directory override).
     pub fn connect(server: Option<&str>, dir: Option<&std::path::Path>) -> Result<ControlSession> {
         let (stream, _) = connect(server, dir)?;
-        wire::write_frame(
-            &mut &stream,
+        wire::send_frame(
+            &stream,
             &Hello {
                 protocol: wire::PROTOCOL_VERSION,
                 kind: HelloKind::Control,
@@ -1053,6 +1656,11 @@ impl ControlSession {
             src: src.into(),
             dst: dst.into(),
         })?)
+    }
+
+    /// Metadata queries.
+    pub fn metadata(&self) -> MetadataApi<'_> {
+        MetadataApi(Box::new(move |r| self.request(r)))
     }
 
     /// Disconnects two ports.
