@@ -68,6 +68,13 @@ enum Cmd {
     Experiment(crate::experiment::ExperimentArgs),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
+    /// Run a JACK program on resound: CMD starts with resound's libjack.so.0
+    /// first in the library path (like pw-jack); -s/--server picks the server.
+    Run {
+        /// The program and its arguments (after `--`).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        cmd: Vec<String>,
+    },
 }
 
 /// Entry point of the binary.
@@ -77,6 +84,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Demo(a) => crate::demo::run(a),
         Cmd::Experiment(a) => crate::experiment::run(a),
         Cmd::Reserve(a) => reserve(a),
+        Cmd::Run { cmd } => run(cli.server.as_deref(), &cmd),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {
@@ -86,6 +94,54 @@ pub fn main(argv: Vec<String>) -> i32 {
             1
         }
     }
+}
+
+/// Where resound's `libjack.so.0` is: `$RESOUND_LIBJACK_DIR`, else next to
+/// this executable (where `cargo build` puts it), else `../lib/resound`
+/// relative to it (an installation under a prefix).
+pub fn libjack_dir() -> Result<std::path::PathBuf, String> {
+    let mut tried = Vec::new();
+    let mut candidates = Vec::new();
+    if let Some(d) = std::env::var_os("RESOUND_LIBJACK_DIR") {
+        candidates.push(std::path::PathBuf::from(d));
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|p| p.to_path_buf()))
+    {
+        candidates.push(dir.join("../lib/resound"));
+        candidates.insert(candidates.len() - 1, dir);
+    }
+    for d in candidates {
+        if d.join("libjack.so.0").exists() {
+            return Ok(d);
+        }
+        tried.push(d.display().to_string());
+    }
+    Err(format!(
+        "resound's libjack.so.0 not found (looked in {}); build it with `cargo build` or set RESOUND_LIBJACK_DIR",
+        tried.join(", ")
+    ))
+}
+
+/// `resound run -- CMD`: executes CMD with resound's libjack first in the loader path.
+fn run(server: Option<&str>, cmd: &[String]) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let dir = libjack_dir()?;
+    let mut path = dir.into_os_string();
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH").filter(|p| !p.is_empty()) {
+        path.push(":");
+        path.push(old);
+    }
+    let (prog, args) = cmd.split_first().ok_or("nothing to run")?;
+    let mut c = std::process::Command::new(prog);
+    c.args(args).env("LD_LIBRARY_PATH", path);
+    if let Some(s) = server {
+        c.env("JACK_DEFAULT_SERVER", s).env("RESOUND_SERVER", s);
+    }
+    // Only returns on failure.
+    let e = c.exec();
+    Err(format!("cannot run {prog}: {e}"))
 }
 
 /// Options of `resound reserve`.
@@ -258,7 +314,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
                 st.buffer_frames as f64 * 1000.0 / st.sample_rate.max(1) as f64
             );
         }
-        Cmd::Demo(_) | Cmd::Experiment(_) | Cmd::Reserve(_) => unreachable!(),
+        Cmd::Demo(_) | Cmd::Experiment(_) | Cmd::Reserve(_) | Cmd::Run { .. } => unreachable!(),
     }
     Ok(())
 }
