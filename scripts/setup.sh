@@ -7,6 +7,10 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     need_apt+=(cargo rustc)
 fi
+# The libjack tests compile C programs against the distribution's JACK
+# headers and run the distribution's JACK programs (never its jackd).
+[ -f /usr/include/jack/jack.h ] || need_apt+=(libjack-jackd2-dev)
+[ -x /usr/bin/jack_lsp ] && [ -x /usr/bin/jack_midi_dump ] || need_apt+=(jackd2)
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "setup: need ${need_apt[*]}; run as root or install them" >&2

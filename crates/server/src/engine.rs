@@ -268,12 +268,16 @@ impl Engine {
         let mut was_freewheeling = false;
         while !self.shared.stop.load(Ordering::Acquire) {
             let freewheel = h.freewheel.load(Ordering::Acquire) != 0;
-            if freewheel || was_freewheeling {
-                // No clock while freewheeling; afterwards the clock restarts now.
+            // The first freewheeling cycle still starts on the clock (the
+            // previous cycle had its period to finish); the following ones
+            // start as soon as the graph is done; afterwards the clock
+            // restarts now.
+            let back_to_back = freewheel && was_freewheeling;
+            if back_to_back || (!freewheel && was_freewheeling) {
                 deadline = monotonic_ns();
             }
             was_freewheeling = freewheel;
-            if !freewheel {
+            if !back_to_back {
                 sleep_until(deadline);
             }
             let cpu0 = thread_cpu_ns();

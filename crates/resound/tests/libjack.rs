@@ -1,0 +1,1056 @@
+//! libjack.so.0: unmodified JACK programs on resound.
+//!
+//! C programs in `crates/libjack/tests/c/` are compiled against the
+//! distribution's JACK headers and linked with `-ljack` (the distribution's
+//! libjack, so this proves binary compatibility), then run through
+//! `resound run`, which puts resound's libjack.so.0 first in the loader
+//! path, against a real resoundd. The distribution's own JACK programs run
+//! the same way, and so does a Rust program on the crates.io `jack` crate.
+//! Where a needed tool is missing the test prints `SKIP <name>: <reason>`.
+
+mod common;
+use common::*;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const PERIOD: &str = "256";
+
+fn skip(test: &str, why: &str) {
+    println!("SKIP {test}: {why}");
+    eprintln!("SKIP {test}: {why}");
+}
+
+/// The compiled C test program `name` (None: no compiler or JACK headers; SKIP printed).
+fn c_program(test: &str, name: &str) -> Option<PathBuf> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !Path::new("/usr/include/jack/jack.h").exists() {
+        skip(
+            test,
+            "JACK headers missing (apt-get install libjack-jackd2-dev)",
+        );
+        return None;
+    }
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../libjack/tests/c")
+        .join(format!("{name}.c"));
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("libjack-c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join(name);
+    let fresh = |e: &Path| {
+        let (Ok(a), Ok(b)) = (std::fs::metadata(e), std::fs::metadata(&src)) else {
+            return false;
+        };
+        a.modified().unwrap() >= b.modified().unwrap()
+    };
+    if !fresh(&exe) {
+        let out = match Command::new("cc")
+            .args([
+                "-std=gnu11",
+                "-O1",
+                "-g",
+                "-Wall",
+                "-Werror",
+                "-Wno-deprecated-declarations",
+            ])
+            .arg("-o")
+            .arg(&exe)
+            .arg(&src)
+            .args(["-ljack", "-lpthread", "-ldl"])
+            .output()
+        {
+            Ok(o) => o,
+            Err(e) => {
+                skip(test, &format!("no C compiler (cc): {e}"));
+                return None;
+            }
+        };
+        assert!(
+            out.status.success(),
+            "compiling {name}.c failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Some(exe)
+}
+
+/// A distribution JACK program (None: not installed; SKIP printed).
+fn dist(test: &str, name: &str) -> Option<String> {
+    let p = format!("/usr/bin/{name}");
+    if Path::new(&p).exists() {
+        Some(p)
+    } else {
+        skip(test, &format!("{p} missing (apt-get install jackd2)"));
+        None
+    }
+}
+
+/// `resound -s SERVER run -- PROG ARGS` against the test server.
+fn run_cmd(srv: &Srv, prog: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(RESOUND);
+    c.env("RESOUND_DIR", &srv.dir)
+        .env_remove("RESOUND_SERVER")
+        .env_remove("JACK_DEFAULT_SERVER")
+        .args(["-s", &srv.name, "run", "--", prog])
+        .args(args);
+    c
+}
+
+/// Runs a program to completion (with a timeout) and returns (status, stdout, stderr).
+fn run_to_end(srv: &Srv, prog: &str, args: &[&str], stdin: &str) -> (i32, String, String) {
+    let mut c = run_cmd(srv, prog, args);
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn");
+    let mut si = child.stdin.take().unwrap();
+    si.write_all(stdin.as_bytes()).unwrap();
+    drop(si);
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            let out = child.wait_with_output().unwrap();
+            return (
+                st.code().unwrap_or(-1),
+                String::from_utf8_lossy(&out.stdout).into(),
+                String::from_utf8_lossy(&out.stderr).into(),
+            );
+        }
+        if t0.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            panic!("{prog} {args:?} did not finish");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A program running in the background, its output collected line by line.
+struct Bg {
+    name: String,
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+    stdin: Option<std::process::ChildStdin>,
+}
+
+impl Bg {
+    fn start(srv: &Srv, prog: &str, args: &[&str]) -> Bg {
+        let mut c = run_cmd(srv, prog, args);
+        c.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("spawn");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        for out in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let l = lines.clone();
+            let tag = prog.rsplit('/').next().unwrap_or(prog).to_string();
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines().map_while(Result::ok) {
+                    eprintln!("[{tag}] {line}");
+                    l.lock().unwrap().push(line);
+                }
+            });
+        }
+        Bg {
+            name: prog.into(),
+            stdin: child.stdin.take(),
+            child,
+            lines,
+        }
+    }
+
+    fn output(&self) -> Vec<String> {
+        self.lines.lock().unwrap().clone()
+    }
+
+    fn has(&self, f: impl Fn(&str) -> bool) -> bool {
+        self.lines.lock().unwrap().iter().any(|l| f(l))
+    }
+
+    fn wait_for(&mut self, what: &str, f: impl Fn(&str) -> bool) {
+        let t0 = Instant::now();
+        while !self.has(&f) {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                panic!(
+                    "{} exited ({st}) before {what}: {:?}",
+                    self.name,
+                    self.output()
+                );
+            }
+            assert!(
+                t0.elapsed() < Duration::from_secs(20),
+                "{}: timed out waiting for {what}: {:?}",
+                self.name,
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let s = self.stdin.as_mut().expect("stdin");
+        writeln!(s, "{line}").unwrap();
+        s.flush().unwrap();
+    }
+
+    fn signal(&self, sig: i32) {
+        signal(self.child.id(), sig);
+    }
+
+    /// SIGTERM, wait, and return everything it printed.
+    fn stop(mut self) -> Vec<String> {
+        self.signal(libc::SIGTERM);
+        self.wait()
+    }
+
+    fn wait(&mut self) -> Vec<String> {
+        let t0 = Instant::now();
+        while self.child.try_wait().unwrap().is_none() {
+            if t0.elapsed() > Duration::from_secs(15) {
+                let _ = self.child.kill();
+                panic!("{} did not exit: {:?}", self.name, self.output());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        self.output()
+    }
+}
+
+impl Drop for Bg {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+fn server() -> Srv {
+    Srv::start(&["-d", "dummy", "-r", "48000", "-p", PERIOD])
+}
+
+fn ports(srv: &Srv) -> Vec<resound_protocol::wire::PortInfo> {
+    srv.ctl().list_ports().unwrap()
+}
+
+fn connected(srv: &Srv, a: &str, b: &str) -> bool {
+    ports(srv)
+        .iter()
+        .any(|p| p.name == a && p.connections.iter().any(|c| c == b))
+}
+
+/// `key=value` of a summary line.
+fn field(line: &str, key: &str) -> i64 {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key} in {line:?}"))
+}
+
+#[test]
+fn abi_matches_the_distribution_headers() {
+    let Some(exe) = c_program("abi", "abi") else {
+        return;
+    };
+    let srv = server();
+    let (code, out, err) = run_to_end(&srv, exe.to_str().unwrap(), &[], "");
+    assert_eq!(code, 0, "ABI check failed:\n{out}\n{err}");
+    assert!(out.starts_with("OK "), "{out}");
+    assert!(
+        field(&out.replace(' ', "="), "OK") > 100,
+        "too few checks: {out}"
+    );
+}
+
+#[test]
+fn every_callback_fires_with_its_arguments_on_its_thread() {
+    let Some(exe) = c_program("callbacks", "callbacks") else {
+        return;
+    };
+    let (Some(lsp), Some(connect), Some(disconnect), Some(bufsize), Some(fw), Some(prop)) = (
+        dist("callbacks", "jack_lsp"),
+        dist("callbacks", "jack_connect"),
+        dist("callbacks", "jack_disconnect"),
+        dist("callbacks", "jack_bufsize"),
+        dist("callbacks", "jack_freewheel"),
+        dist("callbacks", "jack_property"),
+    ) else {
+        return;
+    };
+    let mut srv = server();
+    let mut cb = Bg::start(&srv, exe.to_str().unwrap(), &["cbtest"]);
+    cb.wait_for("READY", |l| l.starts_with("READY"));
+    let wait = |cb: &mut Bg, what: &str| {
+        let w = what.to_string();
+        cb.wait_for(what, move |l| l.starts_with(&w));
+    };
+    // Client registration (another client comes and goes).
+    run_to_end(&srv, &lsp, &[], "");
+    wait(&mut cb, "CB client_registration lsp 1 notify");
+    wait(&mut cb, "CB client_registration lsp 0 notify");
+    // Port registration (a client with ports comes and goes).
+    let tool = srv.tool("ports", &["pass"]);
+    wait(&mut cb, "CB port_registration ports:in 1 notify");
+    wait(&mut cb, "CB port_registration ports:out 1 notify");
+    drop(tool);
+    wait(&mut cb, "CB port_registration - 0 notify");
+    // Connections, graph order, latency (the callback adds 32 frames).
+    run_to_end(&srv, &connect, &["system:capture_1", "cbtest:in"], "");
+    run_to_end(&srv, &connect, &["cbtest:out", "system:playback_1"], "");
+    wait(
+        &mut cb,
+        "CB port_connect system:capture_1 cbtest:in 1 notify",
+    );
+    wait(
+        &mut cb,
+        "CB port_connect cbtest:out system:playback_1 1 notify",
+    );
+    wait(&mut cb, "CB graph_order notify");
+    wait(&mut cb, "CB latency 0 notify");
+    wait(&mut cb, "CB latency 1 notify");
+    wait_for(
+        "cbtest:out capture latency set by its callback",
+        Duration::from_secs(10),
+        || {
+            ports(&srv)
+                .iter()
+                .any(|p| p.name == "cbtest:out" && p.latency == (256 + 32, 256 + 32))
+        },
+    );
+    run_to_end(&srv, &disconnect, &["cbtest:out", "system:playback_1"], "");
+    wait(
+        &mut cb,
+        "CB port_connect cbtest:out system:playback_1 0 notify",
+    );
+    // Port rename (from the client itself).
+    cb.send("rename");
+    wait(&mut cb, "CB port_rename cbtest:out cbtest:renamed notify");
+    // Xrun: the process callback overruns its period once.
+    cb.send("stall");
+    wait(&mut cb, "CB xrun notify");
+    // Buffer size: announced on the notification thread before any process call uses it.
+    run_to_end(&srv, &bufsize, &["512"], "");
+    wait(&mut cb, "CB bufsize 512 notify");
+    // Freewheel on and off.
+    run_to_end(&srv, &fw, &["y"], "");
+    wait(&mut cb, "CB freewheel 1 notify");
+    run_to_end(&srv, &fw, &["n"], "");
+    wait(&mut cb, "CB freewheel 0 notify");
+    // Metadata.
+    run_to_end(
+        &srv,
+        &prop,
+        &["-c", "-s", "cbtest", "urn:resound:test", "42"],
+        "",
+    );
+    wait(&mut cb, "CB property self urn:resound:test 0 notify");
+    // What the real-time callbacks saw.
+    std::thread::sleep(Duration::from_millis(300));
+    cb.send("dump");
+    wait(&mut cb, "RT ");
+    let rt = cb
+        .output()
+        .into_iter()
+        .find(|l| l.starts_with("RT "))
+        .unwrap();
+    assert!(field(&rt, "process") > 50, "{rt}");
+    assert_eq!(
+        field(&rt, "process"),
+        field(&rt, "on_rt"),
+        "process off the RT thread: {rt}"
+    );
+    assert_eq!(
+        field(&rt, "bad_nframes"),
+        0,
+        "process saw an unannounced period: {rt}"
+    );
+    assert_eq!(
+        field(&rt, "gbs_mismatch"),
+        0,
+        "jack_get_buffer_size != nframes: {rt}"
+    );
+    assert_eq!(field(&rt, "last_nframes"), 512, "{rt}");
+    assert_eq!(
+        (field(&rt, "init"), field(&rt, "init_on_rt")),
+        (1, 1),
+        "{rt}"
+    );
+    assert_eq!(field(&rt, "bufsize_on_rt"), 1, "{rt}");
+    assert_eq!(field(&rt, "first_bufsize"), 256, "{rt}");
+    assert!(
+        field(&rt, "sync") >= 1 && field(&rt, "sync") == field(&rt, "sync_on_rt"),
+        "{rt}"
+    );
+    assert!(
+        field(&rt, "timebase") >= 1 && field(&rt, "timebase") == field(&rt, "tb_on_rt"),
+        "{rt}"
+    );
+    assert_eq!(field(&rt, "tb_newpos"), 1, "timebase new_pos once: {rt}");
+    // Shutdown: the info variant (jackd prefers it to the plain one) with the reason.
+    srv.stop();
+    wait(&mut cb, "CB info_shutdown 33 notify");
+    cb.send("exit");
+    let out = cb.wait();
+    assert!(out.iter().any(|l| l.starts_with("DONE close=")), "{out:?}");
+    assert!(!out.iter().any(|l| l.starts_with("CB shutdown")), "{out:?}");
+    assert!(!out.iter().any(|l| l.contains("FAIL")), "{out:?}");
+    // The sample-rate callback runs right away on the caller (jackd does so);
+    // every other notification on one and the same notification thread.
+    assert!(out.iter().any(|l| l == "CB srate 48000 main"), "{out:?}");
+    for l in out
+        .iter()
+        .filter(|l| l.starts_with("CB ") && !l.starts_with("CB srate"))
+    {
+        let thread = l
+            .split_whitespace()
+            .find(|w| w.starts_with("notify") || *w == "rt" || *w == "main")
+            .unwrap_or("?");
+        assert_eq!(thread, "notify1", "callback on the wrong thread: {l}");
+    }
+}
+
+#[test]
+fn sample_exact_audio_and_midi_through_chains_of_jack_clients() {
+    let Some(exe) = c_program("chain", "chain") else {
+        return;
+    };
+    let exe = exe.to_str().unwrap();
+    let srv = server();
+    let gen = srv.tool("gen", &["counter"]);
+    let check = srv.tool("chk", &["check", "--latency", "0"]);
+    let mut bg = vec![];
+    for args in [
+        ["pass", "p1", ""],
+        ["threadpass", "p2", ""],
+        ["midigen", "g1", "1"],
+        ["midigen", "g2", "2"],
+        ["midicheck", "mchk", "2"],
+        ["quit", "q", "50"],
+    ] {
+        let a: Vec<&str> = args.iter().copied().filter(|s| !s.is_empty()).collect();
+        let mut b = Bg::start(&srv, exe, &a);
+        b.wait_for("READY", |l| l == "READY");
+        bg.push(b);
+    }
+    let ctl = srv.ctl();
+    for (s, d) in [
+        ("gen:out", "p1:in"),
+        ("p1:out", "p2:in"),
+        ("p2:out", "chk:in"),
+        ("gen:out", "chk:ref"),
+        ("g1:midi_out", "p1:midi_in"),
+        ("p1:midi_out", "p2:midi_in"),
+        ("p2:midi_out", "mchk:midi_in"),
+        ("g2:midi_out", "mchk:midi_in"),
+    ] {
+        ctl.connect_ports(s, d).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let q = bg.pop().unwrap();
+    let mchk = bg.pop().unwrap();
+    mchk.signal(libc::SIGUSR1);
+    std::thread::sleep(Duration::from_secs(2));
+    // The client whose process callback returned non-zero was deactivated
+    // (and stays open); everyone else ran on.
+    let st = srv.status();
+    let qs = st
+        .clients
+        .iter()
+        .find(|c| c.name == "q")
+        .expect("q still open");
+    assert!(!qs.active, "q should have been deactivated");
+    assert!(q.has(|l| l == "QUIT"));
+    let qo = q.stop();
+    let sum = qo.iter().find(|l| l.starts_with("SUMMARY")).unwrap();
+    assert_eq!(
+        field(sum, "cycles"),
+        50,
+        "process ran after returning non-zero: {sum}"
+    );
+    let r = check.stop();
+    eprintln!("audio: {r}");
+    assert_eq!(
+        n(&r, "bad_unexplained"),
+        0,
+        "audio changed through the chain: {r}"
+    );
+    assert_eq!(n(&r, "gaps_unexplained"), 0, "audio cycle lost: {r}");
+    assert!(n(&r, "ok") > 100, "too few sample-exact cycles: {r}");
+    let m = mchk.stop();
+    let sum = m.iter().find(|l| l.starts_with("SUMMARY")).unwrap().clone();
+    eprintln!("midi: {sum}");
+    assert!(
+        field(&sum, "ok") > 100,
+        "too few MIDI cycles checked: {sum}"
+    );
+    // A cycle can only go wrong when a client was late (reported as an xrun).
+    let (bad, xruns) = (field(&sum, "bad"), field(&sum, "xruns"));
+    assert!(
+        bad == 0 || bad <= 4 * xruns,
+        "MIDI events wrong ({bad} cycles, {xruns} xruns): {sum}"
+    );
+    assert_eq!(field(&sum, "lost"), 0, "{sum}");
+    for b in bg {
+        let out = b.stop();
+        let s = out.iter().find(|l| l.starts_with("SUMMARY")).unwrap();
+        assert_eq!(field(s, "lost"), 0, "{s}");
+        assert_eq!(field(s, "max_size_bad"), 0, "{s}");
+        assert!(out.iter().any(|l| l == "DONE close=0"), "{out:?}");
+    }
+    drop(gen);
+}
+
+#[test]
+fn transport_changes_are_seen_by_every_client() {
+    let Some(exe) = c_program("transport", "transport") else {
+        return;
+    };
+    let (Some(jt), Some(showtime)) = (
+        dist("transport", "jack_transport"),
+        dist("transport", "jack_showtime"),
+    ) else {
+        return;
+    };
+    let exe = exe.to_str().unwrap();
+    let srv = server();
+    let mut obs = Bg::start(&srv, exe, &["observer", "obs"]);
+    let mut slow = Bg::start(&srv, exe, &["slowsync", "slow", "20"]);
+    let mut tbm = Bg::start(&srv, exe, &["master", "tbm"]);
+    for b in [&mut obs, &mut slow, &mut tbm] {
+        b.wait_for("READY", |l| l == "READY");
+    }
+    // The slow-sync client's first sync (after activation) is done.
+    slow.wait_for("initial sync", |l| l.starts_with("S 0 0 1"));
+    run_to_end(&srv, &jt, &[], "play\n");
+    obs.wait_for("rolling", |l| l.starts_with("T 1 "));
+    let mut show = Bg::start(&srv, &showtime, &[]);
+    show.wait_for("showtime rolling", |l| l.contains("Rolling"));
+    run_to_end(&srv, &jt, &[], "locate 96000\n");
+    obs.wait_for("located", |l| l.starts_with("T 1 96000 "));
+    run_to_end(&srv, &jt, &[], "stop\n");
+    wait_for("observer sees the stop", Duration::from_secs(10), || {
+        let o = obs.output();
+        o.iter()
+            .position(|l| l.starts_with("T 1 96000 "))
+            .is_some_and(|i| o[i..].iter().any(|l| l.starts_with("T 0 ")))
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let show = show.stop();
+    let (o, s, t) = (obs.stop(), slow.stop(), tbm.stop());
+    let states = |v: &[String]| -> Vec<(i64, i64)> {
+        v.iter()
+            .filter(|l| l.starts_with("T "))
+            .map(|l| {
+                let w: Vec<i64> = l
+                    .split_whitespace()
+                    .skip(1)
+                    .map(|x| x.parse().unwrap())
+                    .collect();
+                (w[0], w[1])
+            })
+            .collect()
+    };
+    for (who, v) in [("observer", &o), ("slowsync", &s), ("master", &t)] {
+        let st: Vec<i64> = states(v).iter().map(|x| x.0).collect();
+        // Stopped -> Starting -> Rolling -> (locate) Starting -> Rolling -> Stopped
+        let mut seq: Vec<i64> = st.clone();
+        seq.dedup();
+        assert_eq!(seq, vec![0, 3, 1, 3, 1, 0], "{who} saw {st:?}: {v:?}");
+        assert!(
+            states(v).contains(&(1, 96000)),
+            "{who} missed the locate: {v:?}"
+        );
+    }
+    // The slow-sync client held Starting until its 20th sync call, both
+    // times: 19 "not ready" calls, then "ready", then the transport rolls.
+    let sync: Vec<&String> = s.iter().filter(|l| l.starts_with("S ")).collect();
+    for frame in ["0", "96000"] {
+        let ready = sync
+            .iter()
+            .position(|l| **l == format!("S 3 {frame} 1"))
+            .unwrap_or_else(|| panic!("never ready at {frame}: {sync:?}"));
+        assert!(ready >= 19, "{sync:?}");
+        let before = &sync[ready - 19..ready];
+        assert!(
+            before.iter().all(|l| **l == format!("S 3 {frame} 0")),
+            "not 19 unready calls while starting at {frame}: {before:?}"
+        );
+    }
+    let pos = |p: &str| s.iter().position(|l| l.starts_with(p)).unwrap();
+    assert!(
+        pos("S 3 0 1") < pos("T 1 0 "),
+        "rolled before the slow client was ready: {s:?}"
+    );
+    assert!(pos("S 3 96000 1") < pos("T 1 96000 "), "{s:?}");
+    // BBT from the master reached the others: 96000 frames = 2 s = bar 2 beat 1 at 120 bpm.
+    assert!(o.iter().any(|l| l.starts_with("T 1 96000 1 2 1 ")), "{o:?}");
+    assert!(
+        t.iter().any(|l| l.starts_with("N ")),
+        "master never got new_pos: {t:?}"
+    );
+    // jack_showtime saw the transport rolling with advancing frames.
+    let frames: Vec<i64> = show
+        .iter()
+        .filter(|l| l.contains("Rolling"))
+        .filter_map(|l| l.split_whitespace().nth(2).and_then(|f| f.parse().ok()))
+        .collect();
+    assert!(frames.len() > 10, "{show:?}");
+    assert!(
+        frames.last() > frames.first(),
+        "frames did not advance: {frames:?}"
+    );
+}
+
+#[test]
+fn bad_input_gets_jack_errors_and_crashes_nothing() {
+    let Some(exe) = c_program("badinput", "badinput") else {
+        return;
+    };
+    let mut srv = server();
+    let gen = srv.tool("gen", &["counter"]);
+    let check = srv.tool("chk", &["check", "--latency", "0"]);
+    let ctl = srv.ctl();
+    ctl.connect_ports("gen:out", "chk:in").unwrap();
+    ctl.connect_ports("gen:out", "chk:ref").unwrap();
+    let srv_name = srv.name.clone();
+    let mut b = Bg::start(&srv, exe.to_str().unwrap(), &[&srv_name]);
+    b.wait_for("PHASE2", |l| l == "PHASE2");
+    std::thread::sleep(Duration::from_millis(500));
+    // The server and the other clients are unharmed by all of it.
+    assert!(srv.alive(), "the server died");
+    let r = check.stop();
+    assert_eq!(n(&r, "bad_unexplained"), 0, "{r}");
+    assert!(n(&r, "ok") > 20, "{r}");
+    // Now the server goes away under a busy client.
+    srv.stop();
+    let out = b.wait();
+    let fails: Vec<&String> = out.iter().filter(|l| l.contains(" FAIL")).collect();
+    assert!(fails.is_empty(), "{fails:?}");
+    assert!(
+        out.iter().any(|l| l.starts_with("SURVIVED")),
+        "the program did not survive: {out:?}"
+    );
+    assert!(
+        out.iter().filter(|l| l.ends_with(" ok")).count() > 40,
+        "{out:?}"
+    );
+    assert_eq!(b.child.wait().unwrap().code(), Some(0));
+    drop(gen);
+}
+
+#[test]
+fn the_rest_of_the_api() {
+    let Some(exe) = c_program("misc", "misc") else {
+        return;
+    };
+    let srv = server();
+    let (code, out, err) = run_to_end(&srv, exe.to_str().unwrap(), &["misc"], "");
+    eprintln!("{out}\n{err}");
+    assert!(out.contains("DONE failed=0"), "{out}\n{err}");
+    assert_eq!(code, 0);
+    assert!(
+        out.lines().filter(|l| l.ends_with(" ok")).count() > 50,
+        "{out}"
+    );
+}
+
+#[test]
+fn distribution_clients_lsp_connect_simple_client_metro() {
+    let t = "dist-clients";
+    let (Some(lsp), Some(connect), Some(disconnect), Some(simple), Some(metro)) = (
+        dist(t, "jack_lsp"),
+        dist(t, "jack_connect"),
+        dist(t, "jack_disconnect"),
+        dist(t, "jack_simple_client"),
+        dist(t, "jack_metro"),
+    ) else {
+        return;
+    };
+    let srv = server();
+    let (code, out, _) = run_to_end(&srv, &lsp, &["-c", "-l", "-p", "-t"], "");
+    assert_eq!(code, 0);
+    for want in [
+        "system:capture_1",
+        "system:playback_2",
+        "32 bit float mono audio",
+        "properties: output,physical,terminal,",
+        "port capture latency = [ 256 256 ]",
+    ] {
+        assert!(out.contains(want), "jack_lsp output lacks {want:?}:\n{out}");
+    }
+    let mut simple = Bg::start(&srv, &simple, &[]);
+    wait_for(
+        "jack_simple_client's ports connected",
+        Duration::from_secs(10),
+        || connected(&srv, "jack_simple_client:output1", "system:playback_1"),
+    );
+    let (_, out, _) = run_to_end(&srv, &lsp, &["-c"], "");
+    assert!(
+        out.contains("jack_simple_client:output1\n   system:playback_1"),
+        "{out}"
+    );
+    let mut m = Bg::start(&srv, &metro, &["-b", "120"]);
+    wait_for("metro port", Duration::from_secs(10), || {
+        ports(&srv).iter().any(|p| p.name == "metro:120_bpm")
+    });
+    let (code, _, err) = run_to_end(&srv, &connect, &["metro:120_bpm", "system:playback_2"], "");
+    assert_eq!(code, 0, "{err}");
+    assert!(connected(&srv, "metro:120_bpm", "system:playback_2"));
+    let (code, _, err) = run_to_end(
+        &srv,
+        &disconnect,
+        &["metro:120_bpm", "system:playback_2"],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(!connected(&srv, "metro:120_bpm", "system:playback_2"));
+    // An unknown port: jack_connect fails, the server is fine.
+    let (code, _, _) = run_to_end(&srv, &connect, &["metro:nope", "system:playback_2"], "");
+    assert_ne!(code, 0);
+    // The metronome and the sine keep producing sound.
+    let st = srv.status();
+    for c in ["metro", "jack_simple_client"] {
+        let s = st.clients.iter().find(|x| x.name == c).unwrap();
+        assert!(s.active && s.last_cycle > 0, "{c}: {s:?}");
+    }
+    simple.signal(libc::SIGINT);
+    simple.wait();
+    m.signal(libc::SIGINT);
+    m.wait();
+}
+
+#[test]
+fn distribution_midiseq_to_midi_dump() {
+    let t = "dist-midi";
+    let (Some(seq), Some(dump), Some(connect)) = (
+        dist(t, "jack_midiseq"),
+        dist(t, "jack_midi_dump"),
+        dist(t, "jack_connect"),
+    ) else {
+        return;
+    };
+    let srv = server();
+    let mut s = Bg::start(
+        &srv,
+        &seq,
+        &["seq", "24000", "0", "60", "8000", "12000", "63", "8000"],
+    );
+    let mut d = Bg::start(&srv, "stdbuf", &["-oL", &dump, "dump"]);
+    wait_for("both MIDI ports", Duration::from_secs(10), || {
+        let p = ports(&srv);
+        p.iter().any(|p| p.name == "seq:out") && p.iter().any(|p| p.name == "dump:input")
+    });
+    let (code, _, err) = run_to_end(&srv, &connect, &["seq:out", "dump:input"], "");
+    assert_eq!(code, 0, "{err}");
+    d.wait_for("note on 60", |l| {
+        l.contains("note on") && l.contains("pitch  60")
+    });
+    d.wait_for("note off 63", |l| {
+        l.contains("note off") && l.contains("pitch  63")
+    });
+    s.signal(libc::SIGINT);
+    s.wait();
+    d.signal(libc::SIGINT);
+    let out = d.wait();
+    let ons = out.iter().filter(|l| l.contains("note on")).count();
+    assert!(ons >= 2, "{out:?}");
+}
+
+#[test]
+fn distribution_bufsize_cpu_load_wait_freewheel_property() {
+    let t = "dist-control";
+    let (Some(bufsize), Some(cpu), Some(wait_p), Some(fw), Some(prop), Some(simple)) = (
+        dist(t, "jack_bufsize"),
+        dist(t, "jack_cpu_load"),
+        dist(t, "jack_wait"),
+        dist(t, "jack_freewheel"),
+        dist(t, "jack_property"),
+        dist(t, "jack_simple_client"),
+    ) else {
+        return;
+    };
+    let mut srv = server();
+    // jack_bufsize reads and changes the period.
+    let (_, out, _) = run_to_end(&srv, &bufsize, &[], "");
+    assert_eq!(out.trim(), "256");
+    run_to_end(&srv, &bufsize, &["512"], "");
+    assert_eq!(srv.status().buffer_frames, 512);
+    let (_, out, _) = run_to_end(&srv, &bufsize, &[], "");
+    assert_eq!(out.trim(), "512");
+    // jack_cpu_load prints the DSP load.
+    let mut sc = Bg::start(&srv, &simple, &[]);
+    let mut c = Bg::start(&srv, "stdbuf", &["-oL", &cpu]);
+    c.wait_for("a DSP load line", |l| l.starts_with("jack DSP load"));
+    c.signal(libc::SIGINT);
+    c.wait();
+    // jack_wait sees the server.
+    let (code, out, _) = run_to_end(&srv, &wait_p, &["-c"], "");
+    assert_eq!((code, out.trim()), (0, "running"));
+    // jack_freewheel: the server runs without its clock (faster than real time).
+    let client = srv.client("observer");
+    assert!(!client.freewheeling());
+    run_to_end(&srv, &fw, &["y"], "");
+    assert!(client.freewheeling());
+    let (c0, t0) = (client.view().timer().frame_time, Instant::now());
+    std::thread::sleep(Duration::from_millis(500));
+    let frames = client.view().timer().frame_time - c0;
+    let real = t0.elapsed().as_secs_f64() * 48000.0;
+    eprintln!("freewheel: {frames} frames in {real:.0} frames of wall time");
+    assert!(
+        frames as f64 > real * 1.2,
+        "not faster than real time: {frames} vs {real:.0}"
+    );
+    run_to_end(&srv, &fw, &["n"], "");
+    assert!(!client.freewheeling());
+    // jack_property sets, reads back and deletes metadata.
+    let (code, _, err) = run_to_end(
+        &srv,
+        &prop,
+        &[
+            "-p",
+            "-s",
+            "jack_simple_client:output1",
+            "http://jackaudio.org/metadata/pretty-name",
+            "Left",
+        ],
+        "",
+    );
+    assert_eq!(code, 0, "{err}");
+    let (_, out, _) = run_to_end(
+        &srv,
+        &prop,
+        &[
+            "-p",
+            "-l",
+            "jack_simple_client:output1",
+            "http://jackaudio.org/metadata/pretty-name",
+        ],
+        "",
+    );
+    assert_eq!(out.trim(), "Left");
+    let uuid = client
+        .snapshot()
+        .port("jack_simple_client:output1")
+        .map(|p| p.id)
+        .and_then(|id| client.view().table(client.view().current_index()).port(id))
+        .map(|e| e.uuid)
+        .unwrap();
+    let p = client
+        .metadata()
+        .get(uuid, "http://jackaudio.org/metadata/pretty-name")
+        .unwrap();
+    assert_eq!(p.map(|p| p.value), Some("Left".to_string()));
+    let (code, _, _) = run_to_end(
+        &srv,
+        &prop,
+        &[
+            "-p",
+            "-d",
+            "jack_simple_client:output1",
+            "http://jackaudio.org/metadata/pretty-name",
+        ],
+        "",
+    );
+    assert_eq!(code, 0);
+    assert!(client.metadata().get_all(uuid).unwrap().is_empty());
+    sc.signal(libc::SIGINT);
+    sc.wait();
+    drop(client);
+    // jack_wait notices the server is gone.
+    srv.stop();
+    let (code, out, _) = run_to_end(&srv, &wait_p, &["-c"], "");
+    assert!(code != 0 || out.contains("not running"), "{code} {out}");
+}
+
+#[test]
+fn resound_run_sets_up_the_environment() {
+    let srv = server();
+    let (code, out, _) = run_to_end(
+        &srv,
+        "sh",
+        &["-c", "echo \"$LD_LIBRARY_PATH|$JACK_DEFAULT_SERVER\""],
+        "",
+    );
+    assert_eq!(code, 0);
+    let (path, name) = out.trim().split_once('|').unwrap();
+    let first = path.split(':').next().unwrap();
+    assert!(Path::new(first).join("libjack.so.0").exists(), "{path}");
+    assert_eq!(name, srv.name);
+    let out = Command::new(RESOUND)
+        .args(["run", "--", "/nonexistent/program"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run"));
+}
+
+/// A Rust program on the crates.io `jack` crate, run unchanged through
+/// resound's libjack: audio and MIDI pass-through in a chain, notifications,
+/// transport. The test re-runs this test binary as that program.
+#[test]
+fn rust_jack_crate_client_runs_unchanged() {
+    if std::env::var_os("RESOUND_JACKRS_CHILD").is_some() {
+        jack_crate_child();
+        return;
+    }
+    let Some(chain) = c_program("jack-crate", "chain") else {
+        return;
+    };
+    let srv = server();
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Bg::start(
+        &srv,
+        "env",
+        &[
+            "RESOUND_JACKRS_CHILD=1",
+            exe.to_str().unwrap(),
+            "--exact",
+            "rust_jack_crate_client_runs_unchanged",
+            "--nocapture",
+            "--test-threads=1",
+        ],
+    );
+    child.wait_for("RS READY", |l| l.starts_with("RS READY"));
+    let ready = child
+        .output()
+        .into_iter()
+        .find(|l| l.starts_with("RS READY"))
+        .unwrap();
+    assert_eq!(field(&ready, "rate"), 48000, "{ready}");
+    assert_eq!(field(&ready, "frames"), 256, "{ready}");
+    let gen = srv.tool("gen", &["counter"]);
+    let check = srv.tool("chk", &["check", "--latency", "0"]);
+    let chain = chain.to_str().unwrap();
+    let mut g = Bg::start(&srv, chain, &["midigen", "g1", "1"]);
+    let mut mc = Bg::start(&srv, chain, &["midicheck", "mchk", "1"]);
+    g.wait_for("READY", |l| l == "READY");
+    mc.wait_for("READY", |l| l == "READY");
+    let ctl = srv.ctl();
+    for (s, d) in [
+        ("gen:out", "rsjack:in"),
+        ("rsjack:out", "chk:in"),
+        ("gen:out", "chk:ref"),
+        ("g1:midi_out", "rsjack:midi_in"),
+        ("rsjack:midi_out", "mchk:midi_in"),
+    ] {
+        ctl.connect_ports(s, d).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    mc.signal(libc::SIGUSR1);
+    std::thread::sleep(Duration::from_secs(2));
+    let r = check.stop();
+    assert_eq!(n(&r, "bad_unexplained"), 0, "{r}");
+    assert!(n(&r, "ok") > 100, "{r}");
+    let m = mc.stop();
+    let sum = m.iter().find(|l| l.starts_with("SUMMARY")).unwrap().clone();
+    let (bad, xruns) = (field(&sum, "bad"), field(&sum, "xruns"));
+    assert!(field(&sum, "ok") > 100, "{sum}");
+    assert!(bad == 0 || bad <= 4 * xruns, "{sum}");
+    child.send("stop");
+    let out = child.wait();
+    let fin = out
+        .iter()
+        .find(|l| l.starts_with("RS FINAL"))
+        .unwrap_or_else(|| panic!("{out:?}"));
+    assert!(field(fin, "cycles") > 100, "{fin}");
+    assert!(
+        field(fin, "port_regs") >= 4,
+        "port registrations seen: {fin}"
+    );
+    assert!(field(fin, "connects") >= 4, "connections seen: {fin}");
+    assert_eq!(
+        field(fin, "located"),
+        48000,
+        "transport locate through the jack crate: {fin}"
+    );
+    drop((g, gen));
+}
+
+/// The `jack` crate program (runs in the child process, with resound's
+/// libjack.so.0 first in LD_LIBRARY_PATH).
+fn jack_crate_child() {
+    use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+    struct Notes {
+        port_regs: Arc<AtomicU32>,
+        connects: Arc<AtomicU32>,
+    }
+    impl jack::NotificationHandler for Notes {
+        fn port_registration(&mut self, _: &jack::Client, _: jack::PortId, reg: bool) {
+            if reg {
+                self.port_regs.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        fn ports_connected(&mut self, _: &jack::Client, _: jack::PortId, _: jack::PortId, c: bool) {
+            if c {
+                self.connects.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let (client, _status) =
+        jack::Client::new("rsjack", jack::ClientOptions::NO_START_SERVER).expect("jack client");
+    let ain = client
+        .register_port("in", jack::AudioIn::default())
+        .unwrap();
+    let mut aout = client
+        .register_port("out", jack::AudioOut::default())
+        .unwrap();
+    let min = client
+        .register_port("midi_in", jack::MidiIn::default())
+        .unwrap();
+    let mut mout = client
+        .register_port("midi_out", jack::MidiOut::default())
+        .unwrap();
+    // On stderr: the test harness writes its own progress on stdout.
+    eprintln!(
+        "RS READY rate={} frames={}",
+        client.sample_rate(),
+        client.buffer_size()
+    );
+    let cycles = Arc::new(AtomicU64::new(0));
+    let cyc = cycles.clone();
+    let process = jack::contrib::ClosureProcessHandler::new(
+        move |_: &jack::Client, ps: &jack::ProcessScope| -> jack::Control {
+            aout.as_mut_slice(ps).copy_from_slice(ain.as_slice(ps));
+            let mut w = mout.writer(ps);
+            for e in min.iter(ps) {
+                let _ = w.write(&e);
+            }
+            cyc.fetch_add(1, Ordering::Relaxed);
+            jack::Control::Continue
+        },
+    );
+    let notes = Notes {
+        port_regs: Arc::new(AtomicU32::new(0)),
+        connects: Arc::new(AtomicU32::new(0)),
+    };
+    let (pr, cn) = (notes.port_regs.clone(), notes.connects.clone());
+    let active = client.activate_async(notes, process).expect("activate");
+    // Transport through the crate: locate, then read back.
+    let tr = active.as_client().transport();
+    tr.locate(48000).unwrap();
+    let mut located = 0;
+    for _ in 0..200 {
+        std::thread::sleep(Duration::from_millis(10));
+        let q = tr.query().unwrap();
+        if q.pos.frame() == 48000 {
+            located = 48000;
+            break;
+        }
+    }
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+    eprintln!(
+        "RS FINAL cycles={} port_regs={} connects={} located={located}",
+        cycles.load(Ordering::Relaxed),
+        pr.load(Ordering::Relaxed),
+        cn.load(Ordering::Relaxed)
+    );
+    active.deactivate().unwrap();
+    std::process::exit(0);
+}
