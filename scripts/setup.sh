@@ -7,6 +7,11 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     need_apt+=(cargo rustc)
 fi
+# The test command (scripts/test.sh) also needs Debian's Chromium for the
+# live monitor page test (headless).
+if [ "${RESOUND_SETUP_TESTS:-0}" = 1 ]; then
+    command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "setup: need ${need_apt[*]}; run as root or install them" >&2

@@ -12,6 +12,7 @@
 //! * [`sync`]: the lock-free primitives both sides run on the real-time path:
 //!   the two-state graph switch word and the cycle-tagged activation counter,
 //!   plus cross-process futex wait/wake.
+//! * [`profile`]: the per-cycle timing ring the driver writes and profilers read.
 //! * [`time`]: CLOCK_MONOTONIC and CLOCK_THREAD_CPUTIME_ID in nanoseconds.
 //!
 //! Threads: functions in [`sync`], [`time`] and the accessors of
@@ -22,6 +23,7 @@
 pub mod cycle;
 pub mod limits;
 pub mod paths;
+pub mod profile;
 pub mod rt;
 pub mod shm;
 pub mod sync;

@@ -803,6 +803,15 @@ impl<'a> Table<'a> {
         ))
     }
 
+    /// Uuid of the client in a slot (0 when out of range).
+    #[inline]
+    pub fn client_uuid(&self, slot: u32) -> u64 {
+        match self.client_ptr(slot) {
+            Some(p) => vread!(std::ptr::addr_of!((*p).uuid)),
+            None => 0,
+        }
+    }
+
     /// Copy of a client entry (non-real-time: 96 bytes).
     pub fn client(&self, slot: u32) -> Option<ClientEntry> {
         self.client_ptr(slot).map(|p| vread!(p))

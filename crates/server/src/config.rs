@@ -75,6 +75,11 @@ pub struct ServerArgs {
     /// Connection capacity.
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+    /// Seconds of per-cycle timing history the profiler ring keeps (at the
+    /// period the server starts with; `resound profile` reads it at any time).
+    /// 0 turns profiling off.
+    #[arg(long = "profile-seconds", value_name = "S", default_value_t = 30.0, value_parser = seconds_parser)]
+    pub profile_seconds: f64,
     /// Print more (repeat for debug output).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -106,6 +111,15 @@ fn pct_parser(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{v} is outside 0..=100"))
+    }
+}
+
+fn seconds_parser(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if (0.0..=3600.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 0..=3600 seconds"))
     }
 }
 
@@ -307,6 +321,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("positive"));
+        assert_eq!(p("resoundd -d dummy").unwrap().server.profile_seconds, 30.0);
+        assert_eq!(
+            p("resoundd --profile-seconds 0 -d dummy")
+                .unwrap()
+                .server
+                .profile_seconds,
+            0.0
+        );
+        assert!(p("resoundd --profile-seconds -1 -d dummy").is_err());
         assert!(p("resoundd -d alsa")
             .unwrap_err()
             .to_string()

@@ -14,12 +14,17 @@
 //! 7. sync mode: wait (bounded by the next deadline) for the graph's end,
 //!    then write playback.
 //!
+//! At the look-back of step 2 the driver also appends cycle k-1 to the
+//! profile ring (`resound_protocol::profile`): its own wake-up, end and CPU
+//! time and every client's signal/awake/finish/CPU and reservation figures.
+//!
 //! Nothing here allocates, locks or logs: events go to the control side
 //! through a lock-free ring ([`RtEvent`]). In debug builds the loop body runs
 //! under `assert_no_alloc`, so an allocation aborts the server in tests.
 
 use crate::reserve::Reservations;
 use resound_protocol::cycle::{mix_sources, signal_downstream};
+use resound_protocol::profile::{cycle_flags, node_flags, CycleData, NodeData, ProfileSegment};
 use resound_protocol::shm::{client_state, NodeStatus, Table, View};
 use resound_protocol::sync::{activation, futex, switch, Ordering};
 use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
@@ -90,6 +95,54 @@ pub enum RtEvent {
         /// true: SCHED_FIFO; false: SCHED_OTHER.
         fifo: bool,
     },
+}
+
+/// A client's profile row for `cycle`, from its activation record (which the
+/// client may have scribbled on: the numbers are only copied, never followed)
+/// and its reservation figures. Real-time safe.
+fn profile_row(
+    r: &resound_protocol::shm::ActivationRecord,
+    res: &crate::reserve::ResStat,
+    slot: u32,
+    uuid: u64,
+    cycle: u64,
+    finished: bool,
+    status: u32,
+) -> NodeData {
+    let triggered = r.cycle.load(Ordering::Relaxed) == cycle;
+    let mut flags = if finished {
+        node_flags::SIGNALLED | node_flags::AWAKE | node_flags::FINISHED
+    } else if triggered {
+        // Late: woken for this cycle (and maybe running), or never triggered.
+        node_flags::LATE
+            | node_flags::SIGNALLED
+            | if status == NodeStatus::Running as u32 {
+                node_flags::AWAKE
+            } else {
+                0
+            }
+    } else {
+        node_flags::LATE
+    };
+    flags |= (res.kind.load(Ordering::Relaxed) & 3) << node_flags::KIND_SHIFT;
+    let get = |bit: u32, a: &resound_protocol::sync::AtomicU64| {
+        if flags & bit != 0 {
+            a.load(Ordering::Relaxed)
+        } else {
+            0
+        }
+    };
+    NodeData {
+        uuid,
+        slot,
+        flags,
+        signal_ns: get(node_flags::SIGNALLED, &r.signal_ns),
+        awake_ns: get(node_flags::AWAKE, &r.awake_ns),
+        finish_ns: get(node_flags::FINISHED, &r.finish_ns),
+        cpu_ns: get(node_flags::FINISHED, &r.cpu_ns),
+        budget_ns: res.budget_ns.load(Ordering::Relaxed),
+        predicted_ns: res.predicted_ns.load(Ordering::Relaxed),
+    }
 }
 
 /// Dummy audio device: what it plays and what it captures.
@@ -175,6 +228,12 @@ pub struct Engine {
     playback: Vec<(u32, usize)>,
     /// Table and cycle of the previous cycle, for the look-back.
     prev: Option<(usize, u64)>,
+    /// The profile ring (None: profiling off).
+    profile: Option<Arc<ProfileSegment>>,
+    /// The driver's own figures of the previous cycle, for its profile record.
+    last: CycleData,
+    /// Node rows of the cycle being recorded (capacity: every slot; never grows).
+    rows: Vec<NodeData>,
 }
 
 impl Engine {
@@ -185,8 +244,10 @@ impl Engine {
         mut cfg: EngineConfig,
         events: rtrb::Producer<RtEvent>,
         res: Reservations,
+        profile: Option<Arc<ProfileSegment>>,
     ) -> Engine {
         let max_frames = view.layout().caps.max_frames as usize;
+        let slots = view.layout().caps.max_clients as usize;
         let device = DummyDevice::new(cfg.playback.len(), max_frames, cfg.loopback);
         let capture = std::mem::take(&mut cfg.capture);
         let playback = std::mem::take(&mut cfg.playback);
@@ -208,6 +269,9 @@ impl Engine {
                 .map(|(i, p)| (p, i))
                 .collect(),
             prev: None,
+            profile,
+            last: CycleData::default(),
+            rows: Vec::with_capacity(slots),
         }
     }
 
@@ -236,7 +300,9 @@ impl Engine {
             let rate = h.sample_rate.load(Ordering::Relaxed).max(1) as u64;
             let period = frames * 1_000_000_000 / rate;
             let cycle = h.cycle.load(Ordering::Relaxed) + 1;
+            let mut flags = 0;
             if now > deadline + period {
+                flags |= cycle_flags::DRIVER_LATE;
                 // Woke more than a period late (machine stalled): resync
                 // instead of running a burst of back-to-back cycles.
                 let missed = (now - deadline) / period;
@@ -254,11 +320,26 @@ impl Engine {
             assert_no_alloc::assert_no_alloc(|| {
                 self.cycle(&view, cycle, deadline, next, frame_time, frames as usize)
             });
+            let end = monotonic_ns();
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            if let Some(r) = view.record(0) {
+                r.cpu_ns.store(cpu, Ordering::Relaxed);
+            }
+            let s0 = &self.shared.res[0];
+            self.last = CycleData {
+                cycle,
+                start_ns: deadline,
+                awake_ns: now,
+                end_ns: end,
+                cpu_ns: cpu,
+                period_ns: period,
+                frames: frames as u32,
+                flags,
+                budget_ns: s0.budget_ns.load(Ordering::Relaxed),
+                predicted_ns: s0.predicted_ns.load(Ordering::Relaxed),
+            };
             frame_time += frames;
             deadline = next;
-            if let Some(r) = view.record(0) {
-                r.cpu_ns.store(thread_cpu_ns() - cpu0, Ordering::Relaxed);
-            }
         }
         self.shared.running.store(false, Ordering::Release);
     }
@@ -351,6 +432,7 @@ impl Engine {
     fn look_back(&mut self, view: &View, table: Table<'_>, cycle: u64) {
         let hw = table.client_hw();
         let mut any_late = false;
+        self.rows.clear();
         for slot in 1..hw {
             if table.client_state(slot) != client_state::ACTIVE {
                 continue;
@@ -361,7 +443,19 @@ impl Engine {
                 self.emit(RtEvent::Corrupt { slot, status });
                 continue;
             }
-            if r.finished_cycle.load(Ordering::Acquire) != cycle {
+            let finished = r.finished_cycle.load(Ordering::Acquire) == cycle;
+            if self.profile.is_some() && self.rows.len() < self.rows.capacity() {
+                self.rows.push(profile_row(
+                    r,
+                    &self.shared.res[slot as usize],
+                    slot,
+                    table.client_uuid(slot),
+                    cycle,
+                    finished,
+                    status,
+                ));
+            }
+            if !finished {
                 any_late = true;
                 self.emit(RtEvent::Late { cycle, slot });
                 // Only a node that had its inputs (was woken) and still did not
@@ -380,6 +474,15 @@ impl Engine {
         if any_late {
             view.header().xruns.fetch_add(1, Ordering::Relaxed);
             self.emit(RtEvent::CycleChecked { cycle });
+        }
+        if let Some(p) = &self.profile {
+            if self.last.cycle == cycle {
+                let mut c = self.last;
+                if any_late {
+                    c.flags |= cycle_flags::XRUN;
+                }
+                p.ring().write_cycle(&c, self.rows.iter().copied());
+            }
         }
     }
 
