@@ -628,6 +628,14 @@ impl ProfileSegment {
     /// else, fixed size) a profile segment.
     pub fn create(layout: ProfileLayout) -> std::io::Result<ProfileSegment> {
         let seg = crate::shm::Segment::create("resound-profile", layout.bytes)?;
+        // Touch every page now, so the driver never takes a page fault (a
+        // trip into the kernel to allocate memory) on its first pass through
+        // the ring.
+        for off in (0..layout.bytes).step_by(4096) {
+            // SAFETY: off < layout.bytes, inside our private writable mapping,
+            // which nobody else has yet.
+            unsafe { std::ptr::write_volatile(seg.base().add(off), 0u8) };
+        }
         // SAFETY: a fresh zeroed, page-aligned private mapping of layout.bytes;
         // the ring is stored beside the segment, which outlives it.
         let ring = unsafe { ProfileRing::init(seg.base(), layout) };
@@ -654,6 +662,11 @@ impl ProfileSegment {
     /// The memfd (server: to pass to readers).
     pub fn fd(&self) -> rustix::fd::BorrowedFd<'_> {
         self.seg.fd()
+    }
+
+    /// Locks the ring's pages in memory (see [`crate::shm::Segment::lock`]).
+    pub fn lock(&self) -> std::io::Result<()> {
+        self.seg.lock()
     }
 }
 

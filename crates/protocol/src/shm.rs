@@ -458,6 +458,16 @@ impl Segment {
         Ok(())
     }
 
+    /// Locks the segment's pages in memory (and faults them in), so the
+    /// real-time threads that use it never wait for a page to be allocated or
+    /// swapped in. Fails under a low RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+    pub fn lock(&self) -> io::Result<()> {
+        // SAFETY: locking pages of our own live mapping has no memory-safety
+        // preconditions; ptr/len are exactly the mapping.
+        unsafe { rustix::mm::mlock(self.ptr.as_ptr().cast(), self.len)? };
+        Ok(())
+    }
+
     /// Base address.
     pub fn base(&self) -> *mut u8 {
         self.ptr.as_ptr()

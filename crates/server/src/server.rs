@@ -118,6 +118,10 @@ impl Server {
             .1
             .seal(false)
             .map_err(|e| format!("sealing shared segment: {e}"))?;
+        let mut locked = Ok(());
+        for seg in [view.segments().0, view.segments().1] {
+            locked = locked.and_then(|()| seg.lock());
+        }
         let view = Arc::new(view);
         let profile = if cfg.server.profile_seconds > 0.0 {
             // Room for 16 clients per cycle on average; a bigger graph keeps
@@ -130,6 +134,7 @@ impl Server {
                 caps.max_clients,
             );
             let seg = ProfileSegment::create(l).map_err(|e| format!("profile ring: {e}"))?;
+            locked = locked.and_then(|()| seg.lock());
             let secs = l.seconds(rate, period);
             if secs + 0.5 < cfg.server.profile_seconds {
                 warn!(
@@ -148,6 +153,9 @@ impl Server {
         } else {
             None
         };
+        if let Err(e) = locked {
+            warn!("cannot lock the shared memory in RAM ({e}); page faults may delay the real-time threads (raise RLIMIT_MEMLOCK, e.g. `ulimit -l unlimited`, or run with CAP_IPC_LOCK)");
+        }
 
         let mut graph = Graph::new(caps, "system", std::process::id());
         let DriverArgs::Dummy(d) = &cfg.driver;
