@@ -521,7 +521,7 @@ impl Drop for RawBench {
 }
 
 /// Mean cost of one CLOCK_THREAD_CPUTIME_ID read (ns): resound's process
-/// thread makes this call between waking and stamping `awake_ns`.
+/// thread makes this call right after stamping `awake_ns` (outside the hop).
 fn thread_cpu_clock_cost() -> f64 {
     let n = 100_000;
     let t0 = monotonic_ns();
@@ -1208,7 +1208,7 @@ fn run() -> Res<String> {
             .join(", ")
     ));
     out.push_str(&format!(
-        "  CLOCK_THREAD_CPUTIME_ID read (made between wake and awake_ns stamp): {:.2} us\n",
+        "  CLOCK_THREAD_CPUTIME_ID read (made after the awake_ns stamp, so not in the hop): {:.2} us\n",
         cpu_clock / 1000.0
     ));
     Ok(out)

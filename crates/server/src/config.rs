@@ -39,9 +39,14 @@ pub struct ServerArgs {
     /// Where deadline is not permitted the server says so and falls back to fifo, then other.
     #[arg(long = "sched", value_enum, default_value_t = SchedChoice::Deadline)]
     pub sched: SchedChoice,
-    /// GRUB reclaiming (SCHED_FLAG_RECLAIM): reservations may use bandwidth others leave unused.
-    #[arg(long)]
+    /// GRUB reclaiming (SCHED_FLAG_RECLAIM), the default: reservations may use
+    /// reserved bandwidth others leave unused, so a client woken earlier in the
+    /// cycle than last time is not throttled on its leftover budget.
+    #[arg(long, overrides_with = "no_reclaim")]
     pub reclaim: bool,
+    /// No GRUB reclaiming: every reservation gets exactly its budget per period.
+    #[arg(long = "no-reclaim", overrides_with = "reclaim")]
+    pub no_reclaim: bool,
     /// Disable the feedback: every reservation gets PCT % of its period (changes only with the buffer size).
     #[arg(long = "fixed-budget", value_name = "PCT", value_parser = pct_parser)]
     pub fixed_budget: Option<f64>,
@@ -263,6 +268,11 @@ impl ServerArgs {
         ServerArgs::command().error(kind, msg)
     }
 
+    /// Whether reservations reclaim unused bandwidth (GRUB; default on).
+    pub fn reclaim(&self) -> bool {
+        !self.no_reclaim
+    }
+
     /// Whether real-time scheduling is wanted.
     pub fn wants_realtime(&self) -> bool {
         !self.no_realtime && self.sched != SchedChoice::Other
@@ -294,7 +304,19 @@ mod tests {
         assert!(p("resoundd").unwrap_err().to_string().contains("no driver"));
         let c = p("resoundd --sched deadline --reclaim --overprovision 20 --period-multiplier 2 --percentile 95 --window 50 --max-bandwidth 0.8 -d dummy").unwrap();
         assert_eq!(c.server.sched, SchedChoice::Deadline);
-        assert!(c.server.reclaim && c.server.fixed_budget.is_none());
+        assert!(c.server.reclaim() && c.server.fixed_budget.is_none());
+        assert!(
+            p("resoundd -d dummy").unwrap().server.reclaim(),
+            "reclaiming is the default"
+        );
+        assert!(!p("resoundd --no-reclaim -d dummy")
+            .unwrap()
+            .server
+            .reclaim());
+        assert!(p("resoundd --no-reclaim --reclaim -d dummy")
+            .unwrap()
+            .server
+            .reclaim());
         assert_eq!(
             (
                 c.server.overprovision,

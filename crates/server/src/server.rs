@@ -1277,7 +1277,7 @@ fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) {
                 fixed_pct: a.fixed_budget,
                 window: a.window as usize,
                 percentile: a.percentile,
-                reclaim: a.reclaim,
+                reclaim: a.reclaim(),
                 ..Default::default()
             };
             let desc = format!(
@@ -1289,7 +1289,11 @@ fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) {
                         a.percentile, a.window, a.overprovision
                     ),
                 },
-                if a.reclaim { ", reclaim" } else { "" },
+                if a.reclaim() {
+                    ", reclaim"
+                } else {
+                    ", no reclaim"
+                },
                 a.period_multiplier,
                 match a.deadlines {
                     crate::config::DeadlineChoice::Period => "period",
