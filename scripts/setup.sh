@@ -7,10 +7,15 @@ command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     need_apt+=(cargo rustc)
 fi
-# The libjack tests compile C programs against the distribution's JACK
-# headers and run the distribution's JACK programs (never its jackd).
-[ -f /usr/include/jack/jack.h ] || need_apt+=(libjack-jackd2-dev)
-[ -x /usr/bin/jack_lsp ] && [ -x /usr/bin/jack_midi_dump ] || need_apt+=(jackd2)
+# The test command (scripts/test.sh) also needs Debian's Chromium for the
+# live monitor page test (headless), and, for the libjack tests, the
+# distribution's JACK headers (C test programs are compiled against them)
+# and its JACK programs (never its jackd).
+if [ "${RESOUND_SETUP_TESTS:-0}" = 1 ]; then
+    command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+    [ -f /usr/include/jack/jack.h ] || need_apt+=(libjack-jackd2-dev)
+    [ -x /usr/bin/jack_lsp ] && [ -x /usr/bin/jack_midi_dump ] || need_apt+=(jackd2)
+fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then
         echo "setup: need ${need_apt[*]}; run as root or install them" >&2

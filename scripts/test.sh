@@ -3,7 +3,7 @@
 # with real server and client processes, and the loom model checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source scripts/setup.sh
+RESOUND_SETUP_TESTS=1 source scripts/setup.sh
 start=$(date +%s)
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check

@@ -12,6 +12,7 @@
 //! * [`sync`]: the lock-free primitives both sides run on the real-time path:
 //!   the two-state graph switch word and the cycle-tagged activation counter,
 //!   plus cross-process futex wait/wake.
+//! * [`profile`]: the per-cycle timing ring the driver writes and profilers read.
 //! * [`time`]: CLOCK_MONOTONIC and CLOCK_THREAD_CPUTIME_ID in nanoseconds.
 //! * [`midi`]: the MIDI event buffer layout inside a MIDI port's buffer.
 //! * [`transport`]: transport state and position, and the sequence-counted
@@ -26,6 +27,7 @@ pub mod cycle;
 pub mod limits;
 pub mod midi;
 pub mod paths;
+pub mod profile;
 pub mod rt;
 pub mod shm;
 pub mod sync;

@@ -530,6 +530,16 @@ impl Segment {
         Ok(())
     }
 
+    /// Locks the segment's pages in memory (and faults them in), so the
+    /// real-time threads that use it never wait for a page to be allocated or
+    /// swapped in. Fails under a low RLIMIT_MEMLOCK without CAP_IPC_LOCK.
+    pub fn lock(&self) -> io::Result<()> {
+        // SAFETY: locking pages of our own live mapping has no memory-safety
+        // preconditions; ptr/len are exactly the mapping.
+        unsafe { rustix::mm::mlock(self.ptr.as_ptr().cast(), self.len)? };
+        Ok(())
+    }
+
     /// Base address.
     pub fn base(&self) -> *mut u8 {
         self.ptr.as_ptr()
@@ -903,6 +913,15 @@ impl<'a> Table<'a> {
         Some(vread!(
             (self.base.add(self.layout.edges_at) as *const u32).add((start + i) as usize)
         ))
+    }
+
+    /// Uuid of the client in a slot (0 when out of range).
+    #[inline]
+    pub fn client_uuid(&self, slot: u32) -> u64 {
+        match self.client_ptr(slot) {
+            Some(p) => vread!(std::ptr::addr_of!((*p).uuid)),
+            None => 0,
+        }
     }
 
     /// Copy of a client entry (non-real-time: 96 bytes).

@@ -133,7 +133,7 @@ pub mod switch {
 }
 
 #[inline]
-fn fence_release() {
+pub(crate) fn fence_release() {
     #[cfg(loom)]
     loom::sync::atomic::fence(Ordering::Release);
     #[cfg(not(loom))]
@@ -141,7 +141,7 @@ fn fence_release() {
 }
 
 #[inline]
-fn fence_acquire() {
+pub(crate) fn fence_acquire() {
     #[cfg(loom)]
     loom::sync::atomic::fence(Ordering::Acquire);
     #[cfg(not(loom))]

@@ -41,6 +41,9 @@ pub enum HelloKind {
     },
     /// A control session (status, lsp, connect...): no ports, no graph node.
     Control,
+    /// A control session that also reads the profile ring: the server answers
+    /// [`Welcome::Profile`] with the control and profile memfds.
+    Profile,
 }
 
 /// The server's answer to [`Hello`].
@@ -64,6 +67,13 @@ pub enum Welcome {
     },
     /// Refused.
     Refused(WireError),
+    /// Accepted as a profile reader (a control session that can also make
+    /// requests); the control memfd and the profile memfd
+    /// ([`crate::profile`]) come with this frame, in that order.
+    Profile {
+        /// Server name.
+        server: String,
+    },
 }
 
 /// A request with its sequence number (echoed in the reply).
@@ -136,6 +146,21 @@ pub enum Request {
     ListPorts,
     /// Closes the session cleanly (the server then closes the socket).
     Close,
+    /// Loads one of the server's built-in in-process clients (JACK's internal
+    /// clients; `jack_internal_client_load`). Reply: [`Reply::Internal`].
+    LoadInternal {
+        /// Name for the new client ("" = the built-in's own name).
+        client_name: String,
+        /// Which built-in ("profiler").
+        load_name: String,
+        /// Its argument string (e.g. "-c -p -e").
+        init: String,
+    },
+    /// Unloads an internal client by uuid.
+    UnloadInternal {
+        /// Its uuid.
+        uuid: u64,
+    },
     // ---- added for libjack (appended: earlier variants keep their encoding) ----
     /// Adds an alias to any port (JACK allows two per port).
     SetPortAlias {
@@ -267,6 +292,13 @@ pub enum Reply {
     Ports(Vec<PortInfo>),
     /// Failure.
     Err(WireError),
+    /// An internal client was loaded.
+    Internal {
+        /// Its uuid.
+        uuid: u64,
+        /// Its actual name.
+        name: String,
+    },
     // ---- added for libjack (appended) ----
     /// One property, if set.
     Property(Option<Property>),
@@ -548,6 +580,10 @@ pub struct ClientStatus {
     pub finish_ns: u64,
     /// CPU time its thread used in that cycle (ns).
     pub cpu_ns: u64,
+    /// Its uuid.
+    pub uuid: u64,
+    /// It is one of the server's internal clients (`resound load`).
+    pub internal: bool,
 }
 
 /// Encodes a value into a frame (length prefix + payload).

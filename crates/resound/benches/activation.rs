@@ -8,7 +8,11 @@
 //! 2. resound's per-hop activation latency (`awake_ns - signal_ns` of each
 //!    node's activation record) in a chain of five `resound-tool pass`
 //!    processes ending in a native probe client inside this process;
-//! 3. the driver thread's CPU time per cycle with 0, 1 and 10 clients.
+//! 3. the driver thread's CPU time per cycle with 0, 1 and 10 clients;
+//! 4. the cost of profiling: one profile record (10 client rows) written
+//!    in-process into a real profile segment, and the driver's CPU per
+//!    cycle with 10 clients with profiling on and off (`--profile-seconds 0`),
+//!    runs alternated.
 //!
 //! Needs the release binaries next to the bench executable
 //! (`cargo build --release --bins -p resound`). Every child process and
@@ -517,7 +521,7 @@ impl Drop for RawBench {
 }
 
 /// Mean cost of one CLOCK_THREAD_CPUTIME_ID read (ns): resound's process
-/// thread makes this call between waking and stamping `awake_ns`.
+/// thread makes this call right after stamping `awake_ns` (outside the hop).
 fn thread_cpu_clock_cost() -> f64 {
     let n = 100_000;
     let t0 = monotonic_ns();
@@ -563,6 +567,10 @@ struct Server {
 
 impl Server {
     fn start(bin: &Path) -> Res<Server> {
+        Self::start_with(bin, &[])
+    }
+
+    fn start_with(bin: &Path, extra: &[&str]) -> Res<Server> {
         let n = SERVERS.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
         let dir = std::env::temp_dir().join(format!("resound-bench-{pid}-{n}"));
@@ -572,7 +580,9 @@ impl Server {
         let mut cmd = Command::new(bin);
         cmd.env("RESOUND_DIR", &dir)
             .env("RESOUND_LOG", "info")
-            .args(["-n", &name, "-S", "-d", "dummy", "-r", &r, "-p", &p])
+            .args(["-n", &name, "-S"])
+            .args(extra)
+            .args(["-d", "dummy", "-r", &r, "-p", &p])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -953,11 +963,17 @@ struct CpuResult {
     xruns: u64,
 }
 
-fn driver_cpu(resoundd: &Path, tool: &Path, clients: usize) -> Res<CpuResult> {
+fn driver_cpu(resoundd: &Path, tool: &Path, clients: usize, profiling: bool) -> Res<CpuResult> {
     progress(&format!(
-        "driver CPU: fresh resoundd with {clients} pass client(s)"
+        "driver CPU: fresh resoundd with {clients} pass client(s), profiling {}",
+        if profiling { "on" } else { "off" }
     ));
-    let srv = Server::start(resoundd)?;
+    let extra: &[&str] = if profiling {
+        &[]
+    } else {
+        &["--profile-seconds", "0"]
+    };
+    let srv = Server::start_with(resoundd, extra)?;
     let (tools, _) = pass_tools(&srv, tool, "q", clients)?;
     // Opened, never activated: not part of the graph, but maps the view.
     let probe = srv.open("cpuprobe")?;
@@ -977,6 +993,61 @@ fn driver_cpu(resoundd: &Path, tool: &Path, clients: usize) -> Res<CpuResult> {
     })
 }
 
+/// Time of one `ProfileRing::write_cycle` with 10 client rows into a real
+/// (memfd) profile segment, as the driver does once per cycle: (hot: per-call
+/// samples of batches of 100 back-to-back calls; cold: single calls, each
+/// after sweeping 16 MiB through the caches, as when the driver comes back
+/// to the ring one period later).
+fn profile_write_cost() -> (Option<Stats>, Option<Stats>) {
+    use resound_protocol::profile::{CycleData, NodeData, ProfileLayout, ProfileSegment};
+    progress("profile record write cost (in-process)");
+    let l = ProfileLayout::for_history(30.0, RATE, FRAMES, 16, 64);
+    let Ok(seg) = ProfileSegment::create(l) else {
+        return (None, None);
+    };
+    let ring = seg.ring();
+    let rows: Vec<NodeData> = (0..10)
+        .map(|i| NodeData {
+            uuid: i,
+            slot: i as u32,
+            flags: 7,
+            signal_ns: 1,
+            awake_ns: 2,
+            finish_ns: 3,
+            cpu_ns: 4,
+            budget_ns: 5,
+            predicted_ns: 6,
+        })
+        .collect();
+    let mut v = Vec::with_capacity(2000);
+    let mut c = CycleData::default();
+    for batch in 0..2200u64 {
+        let t0 = monotonic_ns();
+        for k in 0..100 {
+            c.cycle = batch * 100 + k;
+            ring.write_cycle(&c, rows.iter().copied());
+        }
+        let dt = monotonic_ns() - t0;
+        if batch >= 200 {
+            v.push(dt / 100);
+        }
+    }
+    let hot = stats(&mut v);
+    let mut sweep = vec![0u64; 2 << 20];
+    let mut cold = Vec::with_capacity(2000);
+    for k in 0..2000u64 {
+        for (i, x) in sweep.iter_mut().enumerate().step_by(8) {
+            *x = x.wrapping_add(i as u64 ^ k);
+        }
+        std::hint::black_box(&sweep);
+        c.cycle += 1;
+        let t0 = monotonic_ns();
+        ring.write_cycle(&c, rows.iter().copied());
+        cold.push(monotonic_ns() - t0);
+    }
+    (hot, stats(&mut cold))
+}
+
 // ---------------------------------------------------------------------------
 
 fn run() -> Res<String> {
@@ -991,8 +1062,25 @@ fn run() -> Res<String> {
     let cpu_clock = thread_cpu_clock_cost();
     let mut cpu = Vec::new();
     for n in [0, 1, 10] {
-        cpu.push((n, driver_cpu(&resoundd, &tool, n)?));
+        cpu.push((n, driver_cpu(&resoundd, &tool, n, true)?));
     }
+    let record = profile_write_cost();
+    // Profiling on/off with 10 clients, alternated so drift hits both alike.
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        off.push(driver_cpu(&resoundd, &tool, 10, false)?);
+        on.push(driver_cpu(&resoundd, &tool, 10, true)?);
+    }
+    // Mean of the runs' medians, and their spread (run-to-run noise).
+    let median_of = |v: &[CpuResult]| {
+        let m: Vec<f64> = v
+            .iter()
+            .filter_map(|r| r.stats.as_ref().map(|s| s.median))
+            .collect();
+        let lo = m.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = m.iter().copied().fold(0.0, f64::max);
+        (!m.is_empty()).then(|| (m.iter().sum::<f64>() / m.len() as f64, lo, hi))
+    };
 
     let fifo_everywhere = raw.policy.starts_with("SCHED_FIFO")
         && hop.driver_sched.starts_with("SCHED_FIFO")
@@ -1038,6 +1126,30 @@ fn run() -> Res<String> {
             n => format!("driver CPU per cycle, {n} clients"),
         };
         row(&mut out, &label, &r.stats);
+    }
+    row(&mut out, "profile record write, 10 clients, hot", &record.0);
+    row(
+        &mut out,
+        "profile record write, 10 clients, cold",
+        &record.1,
+    );
+    if let (Some(w), Some(r)) = (&record.1, &raw.one_way) {
+        out.push_str(&format!(
+            "  profiling cost per cycle (cold) / raw futex one-way, medians: {:.3}x\n",
+            w.median / r.median.max(1.0)
+        ));
+    }
+    if let (Some(a), Some(b)) = (median_of(&on), median_of(&off)) {
+        out.push_str(&format!(
+            "  driver CPU, 10 clients, mean of 3 run medians: profiling on {} (runs {}..{}), off {} (runs {}..{}); on/off {:.2}x\n",
+            us(a.0),
+            us(a.1),
+            us(a.2),
+            us(b.0),
+            us(b.1),
+            us(b.2),
+            a.0 / b.0.max(1.0),
+        ));
     }
     out.push_str("details\n");
     if raw.same_cpu.is_some() || raw.paced_same_cpu.is_some() {
@@ -1096,7 +1208,7 @@ fn run() -> Res<String> {
             .join(", ")
     ));
     out.push_str(&format!(
-        "  CLOCK_THREAD_CPUTIME_ID read (made between wake and awake_ns stamp): {:.2} us\n",
+        "  CLOCK_THREAD_CPUTIME_ID read (made after the awake_ns stamp, so not in the hop): {:.2} us\n",
         cpu_clock / 1000.0
     ));
     Ok(out)

@@ -1,4 +1,5 @@
-//! `resound`: the control command (status, lsp, connect, disconnect, demo).
+//! `resound`: the control command (status, lsp, connect, disconnect, bufsize,
+//! load/unload, profile, monitor, reserve, experiment, demo).
 
 use clap::{Parser, Subcommand};
 use resound_client::ControlSession;
@@ -64,6 +65,26 @@ enum Cmd {
         /// New size in frames.
         frames: Option<u32>,
     },
+    /// Load a built-in in-process client into the server, as jack_load (built in: profiler [-c] [-p] [-e]).
+    Load {
+        /// Client name (default: the built-in's name).
+        #[arg(short = 'n', long = "name")]
+        name: Option<String>,
+        /// Which built-in.
+        builtin: String,
+        /// Its options (profiler: -c cpu load, -p driver period, -e driver end time).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Unload an internal client, as jack_unload.
+    Unload {
+        /// Its name.
+        name: String,
+    },
+    /// Write the per-cycle timing records as CSV and JSON, render plots (PNG, SVG) and an index.html.
+    Profile(crate::profile::ProfileArgs),
+    /// Serve a live view of the running graph's timing on localhost.
+    Monitor(crate::monitor::MonitorArgs),
     /// Run the seeds' reservation experiment (10 load clients + a competing periodic real-time task) under each policy.
     Experiment(crate::experiment::ExperimentArgs),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
@@ -84,6 +105,8 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Demo(a) => crate::demo::run(a),
         Cmd::Experiment(a) => crate::experiment::run(a),
         Cmd::Reserve(a) => reserve(a),
+        Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
+        Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),
         Cmd::Run { cmd } => run(cli.server.as_deref(), &cmd),
         cmd => control(cli.server.as_deref(), cmd),
     };
@@ -314,7 +337,40 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
                 st.buffer_frames as f64 * 1000.0 / st.sample_rate.max(1) as f64
             );
         }
-        Cmd::Demo(_) | Cmd::Experiment(_) | Cmd::Reserve(_) | Cmd::Run { .. } => unreachable!(),
+        Cmd::Load {
+            name,
+            builtin,
+            args,
+        } => {
+            let init = args.join(" ");
+            let c = s
+                .load_internal(name.as_deref().unwrap_or(""), &builtin, &init)
+                .map_err(|e| format!("cannot load {builtin:?}: {e}"))?;
+            println!("{} is running in the server (uuid {})", c.name, c.uuid);
+        }
+        Cmd::Unload { name } => {
+            let st = s.status().map_err(|e| e.to_string())?;
+            let c = st
+                .clients
+                .iter()
+                .find(|c| c.name == name)
+                .ok_or_else(|| format!("no client called {name:?}"))?;
+            if !c.internal {
+                return Err(format!(
+                    "{name:?} is not an internal client (it runs in its own process, pid {})",
+                    c.pid
+                ));
+            }
+            s.unload_internal(c.uuid)
+                .map_err(|e| format!("cannot unload {name:?}: {e}"))?;
+            println!("{name} unloaded");
+        }
+        Cmd::Demo(_)
+        | Cmd::Experiment(_)
+        | Cmd::Reserve(_)
+        | Cmd::Profile(_)
+        | Cmd::Monitor(_)
+        | Cmd::Run { .. } => unreachable!(),
     }
     Ok(())
 }

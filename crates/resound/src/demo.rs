@@ -1,7 +1,8 @@
 //! `resound demo`: the README's main command. Starts `resoundd` on the dummy
 //! driver, runs a graph of real client processes (a generator, a chain of
-//! processors, two parallel branches mixed at a shared input, meters), and
-//! reports what happened.
+//! processors, two parallel branches mixed at a shared input, meters) plus
+//! the in-process `profiler`, and reports what happened, with the run's
+//! timing profile (summary and plots).
 
 use crate::cli::{format_lsp, format_status};
 use clap::Args;
@@ -30,6 +31,10 @@ pub struct DemoArgs {
     /// Server name for the demo.
     #[arg(long, default_value = "resound-demo")]
     pub name: String,
+    /// Where to write the run's timing profile (CSV, JSON, plots, index.html;
+    /// default: resound-demo-profile in the temporary directory).
+    #[arg(long, value_name = "DIR")]
+    pub profile_out: Option<PathBuf>,
 }
 
 /// Finds a sibling binary of the running executable.
@@ -96,6 +101,38 @@ impl Proc {
         let v = self.last.lock().unwrap().clone();
         v
     }
+}
+
+/// Writes the run's timing profile and prints the main lines of its summary.
+fn profile_report(a: &DemoArgs, seconds: f64) -> Result<(), String> {
+    let out = a
+        .profile_out
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("resound-demo-profile"));
+    println!(
+        "== timing profile of the run (as `resound profile --out {} --last {seconds:.0}`)",
+        out.display()
+    );
+    let (ctl, seg) =
+        ControlSession::connect_profile(Some(&a.name), None).map_err(|e| e.to_string())?;
+    let p = crate::profile::read_profile(&ctl, seg.ring(), Some(seconds))?;
+    let files = resound_profiler::write_dir(&p, &out).map_err(|e| e.to_string())?;
+    let mut s = p.summary();
+    s.rows.retain(|r| {
+        r.group == "driver"
+            || r.group == "graph"
+            || ["end date", "duration"].contains(&r.measure.as_str())
+    });
+    for line in s.to_text().lines() {
+        println!("   {line}");
+    }
+    println!(
+        "   ({} files; every measure in {}, plots in {})",
+        files.len(),
+        out.join("summary.txt").display(),
+        out.join("index.html").display()
+    );
+    Ok(())
 }
 
 /// Runs the demo.
@@ -175,6 +212,13 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
             ctl.connect_ports(s, d)
                 .map_err(|e| format!("connect {s} -> {d}: {e}"))?;
         }
+        let prof = ctl
+            .load_internal("", "profiler", "-c -p -e")
+            .map_err(|e| format!("loading the profiler: {e}"))?;
+        println!(
+            "   loaded {} in the server (internal client: measures as audio ports)",
+            prof.name
+        );
         println!("== graph: chain osc -> filter -> amp -> system:playback_1; parallel branch_a, branch_b mixed at mixer:in -> system:playback_2");
         let ports = ctl.list_ports().map_err(|e| e.to_string())?;
         print!(
@@ -201,6 +245,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         let wall = t0.elapsed().as_secs_f64();
         println!("== status after {wall:.1} s");
         print!("{}", format_status(&end));
+        profile_report(&a, wall)?;
         println!("== stopping clients");
         let mut reports = Vec::new();
         for p in procs {

@@ -46,9 +46,9 @@ pub enum Policy {
     Other,
     /// SCHED_FIFO (`resoundd --sched fifo -P PRIO`).
     Fifo,
-    /// SCHED_DEADLINE reservations with feedback-controlled budgets.
+    /// SCHED_DEADLINE reservations with feedback-controlled budgets, no reclaiming (`--no-reclaim`).
     Deadline,
-    /// The same with GRUB reclaiming.
+    /// The same with GRUB reclaiming (resoundd's default).
     #[value(name = "deadline+reclaim")]
     DeadlineReclaim,
 }
@@ -70,7 +70,7 @@ impl Policy {
         let v: &[&str] = match self {
             Policy::Other => &["-r"],
             Policy::Fifo => &["--sched", "fifo", "-P", &prio],
-            Policy::Deadline => &["--sched", "deadline"],
+            Policy::Deadline => &["--sched", "deadline", "--no-reclaim"],
             Policy::DeadlineReclaim => &["--sched", "deadline", "--reclaim"],
         };
         v.iter().map(|s| s.to_string()).collect()
@@ -1368,6 +1368,10 @@ mod tests {
         assert_eq!(
             Policy::Fifo.server_flags(12),
             ["--sched", "fifo", "-P", "12"]
+        );
+        assert_eq!(
+            Policy::Deadline.server_flags(10),
+            ["--sched", "deadline", "--no-reclaim"]
         );
         assert_eq!(
             Policy::DeadlineReclaim.server_flags(10),

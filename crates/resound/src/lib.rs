@@ -8,5 +8,7 @@
 pub mod cli;
 pub mod demo;
 pub mod experiment;
+pub mod monitor;
+pub mod profile;
 pub mod rtapp;
 pub mod tools;

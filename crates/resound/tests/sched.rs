@@ -55,13 +55,15 @@ fn every_graph_thread_is_reserved_while_active_and_released_after() {
             Policy::Deadline {
                 runtime_ns,
                 period_ns,
+                reclaim,
                 ..
             } => {
                 assert_eq!(
                     (runtime_ns, period_ns),
                     (r.budget_ns, r.period_ns),
                     "{name}: kernel vs status"
-                )
+                );
+                assert!(reclaim, "{name}: GRUB reclaiming is the default");
             }
             p => panic!("{name} (tid {}) is {p:?}, not under SCHED_DEADLINE", r.tid),
         }
@@ -179,6 +181,7 @@ fn fixed_budget_stays_put() {
         "deadline",
         "--fixed-budget",
         "20",
+        "--no-reclaim",
         "-d",
         "dummy",
         "-p",
@@ -194,7 +197,15 @@ fn fixed_budget_stays_put() {
             r.budget_ns.abs_diff(period / 5) <= 1,
             "fixed 20% of the period: {r:?}"
         );
+        assert!(
+            matches!(
+                resound_sched::current(r.tid),
+                Ok(Policy::Deadline { reclaim: false, .. })
+            ),
+            "--no-reclaim: no SCHED_FLAG_RECLAIM on {r:?}"
+        );
     }
+    assert!(st.sched.contains("no reclaim"), "{}", st.sched);
     let a = res(&st, "a").unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let a2 = res(&srv.status(), "a").unwrap().clone();

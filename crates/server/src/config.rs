@@ -39,9 +39,14 @@ pub struct ServerArgs {
     /// Where deadline is not permitted the server says so and falls back to fifo, then other.
     #[arg(long = "sched", value_enum, default_value_t = SchedChoice::Deadline)]
     pub sched: SchedChoice,
-    /// GRUB reclaiming (SCHED_FLAG_RECLAIM): reservations may use bandwidth others leave unused.
-    #[arg(long)]
+    /// GRUB reclaiming (SCHED_FLAG_RECLAIM), the default: reservations may use
+    /// reserved bandwidth others leave unused, so a client woken earlier in the
+    /// cycle than last time is not throttled on its leftover budget.
+    #[arg(long, overrides_with = "no_reclaim")]
     pub reclaim: bool,
+    /// No GRUB reclaiming: every reservation gets exactly its budget per period.
+    #[arg(long = "no-reclaim", overrides_with = "reclaim")]
+    pub no_reclaim: bool,
     /// Disable the feedback: every reservation gets PCT % of its period (changes only with the buffer size).
     #[arg(long = "fixed-budget", value_name = "PCT", value_parser = pct_parser)]
     pub fixed_budget: Option<f64>,
@@ -75,6 +80,11 @@ pub struct ServerArgs {
     /// Connection capacity.
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: u32,
+    /// Seconds of per-cycle timing history the profiler ring keeps (at the
+    /// period the server starts with; `resound profile` reads it at any time).
+    /// 0 turns profiling off.
+    #[arg(long = "profile-seconds", value_name = "S", default_value_t = 30.0, value_parser = seconds_parser)]
+    pub profile_seconds: f64,
     /// Print more (repeat for debug output).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -106,6 +116,15 @@ fn pct_parser(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{v} is outside 0..=100"))
+    }
+}
+
+fn seconds_parser(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if (0.0..=3600.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 0..=3600 seconds"))
     }
 }
 
@@ -249,6 +268,11 @@ impl ServerArgs {
         ServerArgs::command().error(kind, msg)
     }
 
+    /// Whether reservations reclaim unused bandwidth (GRUB; default on).
+    pub fn reclaim(&self) -> bool {
+        !self.no_reclaim
+    }
+
     /// Whether real-time scheduling is wanted.
     pub fn wants_realtime(&self) -> bool {
         !self.no_realtime && self.sched != SchedChoice::Other
@@ -280,7 +304,19 @@ mod tests {
         assert!(p("resoundd").unwrap_err().to_string().contains("no driver"));
         let c = p("resoundd --sched deadline --reclaim --overprovision 20 --period-multiplier 2 --percentile 95 --window 50 --max-bandwidth 0.8 -d dummy").unwrap();
         assert_eq!(c.server.sched, SchedChoice::Deadline);
-        assert!(c.server.reclaim && c.server.fixed_budget.is_none());
+        assert!(c.server.reclaim() && c.server.fixed_budget.is_none());
+        assert!(
+            p("resoundd -d dummy").unwrap().server.reclaim(),
+            "reclaiming is the default"
+        );
+        assert!(!p("resoundd --no-reclaim -d dummy")
+            .unwrap()
+            .server
+            .reclaim());
+        assert!(p("resoundd --no-reclaim --reclaim -d dummy")
+            .unwrap()
+            .server
+            .reclaim());
         assert_eq!(
             (
                 c.server.overprovision,
@@ -307,6 +343,15 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("positive"));
+        assert_eq!(p("resoundd -d dummy").unwrap().server.profile_seconds, 30.0);
+        assert_eq!(
+            p("resoundd --profile-seconds 0 -d dummy")
+                .unwrap()
+                .server
+                .profile_seconds,
+            0.0
+        );
+        assert!(p("resoundd --profile-seconds -1 -d dummy").is_err());
         assert!(p("resoundd -d alsa")
             .unwrap_err()
             .to_string()

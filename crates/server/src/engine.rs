@@ -20,6 +20,10 @@
 //! (bounded by [`FREEWHEEL_WAIT_NS`]), whatever the sync mode. Statistics for
 //! jack_cpu_load & co are kept here too (DSP load, wake-up delays).
 //!
+//! At the look-back of step 2 the driver also appends cycle k-1 to the
+//! profile ring (`resound_protocol::profile`): its own wake-up, end and CPU
+//! time and every client's signal/awake/finish/CPU and reservation figures.
+//!
 //! Nothing here allocates, locks or logs: events go to the control side
 //! through a lock-free ring ([`RtEvent`]). In debug builds the loop body runs
 //! under `assert_no_alloc`, so an allocation aborts the server in tests.
@@ -27,6 +31,7 @@
 use crate::reserve::Reservations;
 use crate::transport::TransportEngine;
 use resound_protocol::cycle::{mix_sources, signal_downstream};
+use resound_protocol::profile::{cycle_flags, node_flags, CycleData, NodeData, ProfileSegment};
 use resound_protocol::shm::{client_state, NodeStatus, Table, View};
 use resound_protocol::sync::{activation, futex, switch, Ordering};
 use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
@@ -102,6 +107,54 @@ pub enum RtEvent {
         /// true: SCHED_FIFO; false: SCHED_OTHER.
         fifo: bool,
     },
+}
+
+/// A client's profile row for `cycle`, from its activation record (which the
+/// client may have scribbled on: the numbers are only copied, never followed)
+/// and its reservation figures. Real-time safe.
+fn profile_row(
+    r: &resound_protocol::shm::ActivationRecord,
+    res: &crate::reserve::ResStat,
+    slot: u32,
+    uuid: u64,
+    cycle: u64,
+    finished: bool,
+    status: u32,
+) -> NodeData {
+    let triggered = r.cycle.load(Ordering::Relaxed) == cycle;
+    let mut flags = if finished {
+        node_flags::SIGNALLED | node_flags::AWAKE | node_flags::FINISHED
+    } else if triggered {
+        // Late: woken for this cycle (and maybe running), or never triggered.
+        node_flags::LATE
+            | node_flags::SIGNALLED
+            | if status == NodeStatus::Running as u32 {
+                node_flags::AWAKE
+            } else {
+                0
+            }
+    } else {
+        node_flags::LATE
+    };
+    flags |= (res.kind.load(Ordering::Relaxed) & 3) << node_flags::KIND_SHIFT;
+    let get = |bit: u32, a: &resound_protocol::sync::AtomicU64| {
+        if flags & bit != 0 {
+            a.load(Ordering::Relaxed)
+        } else {
+            0
+        }
+    };
+    NodeData {
+        uuid,
+        slot,
+        flags,
+        signal_ns: get(node_flags::SIGNALLED, &r.signal_ns),
+        awake_ns: get(node_flags::AWAKE, &r.awake_ns),
+        finish_ns: get(node_flags::FINISHED, &r.finish_ns),
+        cpu_ns: get(node_flags::FINISHED, &r.cpu_ns),
+        budget_ns: res.budget_ns.load(Ordering::Relaxed),
+        predicted_ns: res.predicted_ns.load(Ordering::Relaxed),
+    }
 }
 
 /// Dummy audio device: what it plays and what it captures.
@@ -208,6 +261,12 @@ pub struct Engine {
     transport: TransportEngine,
     /// DSP load: largest busy time in the current window (ns), cycles in it, smoothed load (%).
     load: (u64, u32, f32),
+    /// The profile ring (None: profiling off).
+    profile: Option<Arc<ProfileSegment>>,
+    /// The driver's own figures of the previous cycle, for its profile record.
+    last: CycleData,
+    /// Node rows of the cycle being recorded (capacity: every slot; never grows).
+    rows: Vec<NodeData>,
 }
 
 impl Engine {
@@ -218,8 +277,10 @@ impl Engine {
         mut cfg: EngineConfig,
         events: rtrb::Producer<RtEvent>,
         res: Reservations,
+        profile: Option<Arc<ProfileSegment>>,
     ) -> Engine {
         let max_frames = view.layout().caps.max_frames as usize;
+        let slots = view.layout().caps.max_clients as usize;
         let device = DummyDevice::new(cfg.playback.len(), max_frames, cfg.loopback);
         let transport = TransportEngine::new(view.layout().caps.max_clients);
         let capture = std::mem::take(&mut cfg.capture);
@@ -245,6 +306,9 @@ impl Engine {
             prev_start: (0, 0),
             transport,
             load: (0, 0, 0.0),
+            profile,
+            last: CycleData::default(),
+            rows: Vec::with_capacity(slots),
         }
     }
 
@@ -291,7 +355,9 @@ impl Engine {
                 h.max_delayed_us
                     .fetch_max((delay_ns / 1000) as u32, Ordering::Relaxed);
             }
+            let mut flags = 0;
             if !freewheel && now > deadline + period {
+                flags |= cycle_flags::DRIVER_LATE;
                 // Woke more than a period late (machine stalled): resync
                 // instead of running a burst of back-to-back cycles.
                 let missed = (now - deadline) / period;
@@ -322,11 +388,26 @@ impl Engine {
                     },
                 )
             });
+            let end = monotonic_ns();
+            let cpu = thread_cpu_ns().saturating_sub(cpu0);
+            if let Some(r) = view.record(0) {
+                r.cpu_ns.store(cpu, Ordering::Relaxed);
+            }
+            let s0 = &self.shared.res[0];
+            self.last = CycleData {
+                cycle,
+                start_ns: deadline,
+                awake_ns: now,
+                end_ns: end,
+                cpu_ns: cpu,
+                period_ns: period,
+                frames: frames as u32,
+                flags,
+                budget_ns: s0.budget_ns.load(Ordering::Relaxed),
+                predicted_ns: s0.predicted_ns.load(Ordering::Relaxed),
+            };
             frame_time += frames;
             deadline = next;
-            if let Some(r) = view.record(0) {
-                r.cpu_ns.store(thread_cpu_ns() - cpu0, Ordering::Relaxed);
-            }
         }
         self.shared.running.store(false, Ordering::Release);
     }
@@ -440,21 +521,34 @@ impl Engine {
         let mut any_late = false;
         let mut end = 0u64;
         let mut any_active = false;
+        self.rows.clear();
         for slot in 1..hw {
             if table.client_state(slot) != client_state::ACTIVE {
                 continue;
             }
             let Some(r) = view.record(slot) else { continue };
             any_active = true;
-            if r.finished_cycle.load(Ordering::Acquire) == cycle {
-                end = end.max(r.finish_ns.load(Ordering::Relaxed));
-            }
             let status = r.status.load(Ordering::Relaxed);
             if NodeStatus::from_raw(status).is_none() {
                 self.emit(RtEvent::Corrupt { slot, status });
                 continue;
             }
-            if r.finished_cycle.load(Ordering::Acquire) != cycle {
+            let finished = r.finished_cycle.load(Ordering::Acquire) == cycle;
+            if finished {
+                end = end.max(r.finish_ns.load(Ordering::Relaxed));
+            }
+            if self.profile.is_some() && self.rows.len() < self.rows.capacity() {
+                self.rows.push(profile_row(
+                    r,
+                    &self.shared.res[slot as usize],
+                    slot,
+                    table.client_uuid(slot),
+                    cycle,
+                    finished,
+                    status,
+                ));
+            }
+            if !finished {
                 any_late = true;
                 self.emit(RtEvent::Late { cycle, slot });
                 // Only a node that had its inputs (was woken) and still did not
@@ -473,6 +567,15 @@ impl Engine {
         if any_late {
             view.header().xruns.fetch_add(1, Ordering::Relaxed);
             self.emit(RtEvent::CycleChecked { cycle });
+        }
+        if let Some(p) = &self.profile {
+            if self.last.cycle == cycle {
+                let mut c = self.last;
+                if any_late {
+                    c.flags |= cycle_flags::XRUN;
+                }
+                p.ring().write_cycle(&c, self.rows.iter().copied());
+            }
         }
         // DSP load: how much of the period the graph kept busy (jackd's rule:
         // the worst cycle of a window, smoothed).

@@ -2,11 +2,13 @@
 //!
 //! `resoundd`, the server: [`config`] parses the jackd-style command line,
 //! [`engine`] is the driver thread and its audio cycle (real-time),
+//! [`internal`] the built-in in-process clients (`profiler`),
 //! [`server`] the socket, sessions, graph publication and notifications
 //! (non-real-time threads). [`main`] wires them together for the binary.
 
 pub mod config;
 pub mod engine;
+pub mod internal;
 pub mod latency;
 pub mod metadata;
 pub mod reserve;

@@ -17,9 +17,11 @@
 
 use crate::config::{Config, DriverArgs};
 use crate::engine::{Engine, EngineConfig, EngineShared, RtEvent};
+use crate::internal::{Host, Internals};
 use crate::reserve::{kind, Command, Mode, ResStat, Reservations};
 use resound_graph::{port_type_name, ClientState, Graph, DRIVER};
 use resound_protocol::limits::{self, AUDIO_TYPE};
+use resound_protocol::profile::{ProfileLayout, ProfileSegment};
 use resound_protocol::shm::{self, port_flags, Capacities, TableHeader, View};
 use resound_protocol::sync::{futex, switch, Ordering};
 use resound_protocol::wire::{
@@ -54,6 +56,10 @@ pub struct Server {
     /// Whether reservations exist (deadline mode).
     deadline_mode: bool,
     ledger_capacity: f64,
+    /// The per-cycle profile ring (None with `--profile-seconds 0`).
+    profile: Option<Arc<ProfileSegment>>,
+    /// Loaded internal clients.
+    internals: Internals,
 }
 
 struct Session {
@@ -118,7 +124,44 @@ impl Server {
             .1
             .seal(false)
             .map_err(|e| format!("sealing shared segment: {e}"))?;
+        let mut locked = Ok(());
+        for seg in [view.segments().0, view.segments().1] {
+            locked = locked.and_then(|()| seg.lock());
+        }
         let view = Arc::new(view);
+        let profile = if cfg.server.profile_seconds > 0.0 {
+            // Room for 16 clients per cycle on average; a bigger graph keeps
+            // proportionally less history.
+            let l = ProfileLayout::for_history(
+                cfg.server.profile_seconds,
+                rate,
+                period,
+                16.min(caps.max_clients - 1).max(1),
+                caps.max_clients,
+            );
+            let seg = ProfileSegment::create(l).map_err(|e| format!("profile ring: {e}"))?;
+            locked = locked.and_then(|()| seg.lock());
+            let secs = l.seconds(rate, period);
+            if secs + 0.5 < cfg.server.profile_seconds {
+                warn!(
+                    "profile ring capped at {} MiB: {secs:.1} s of history instead of {}",
+                    l.bytes >> 20,
+                    cfg.server.profile_seconds
+                );
+            }
+            debug!(
+                "profile ring: {} cycles ({secs:.1} s), {} rows, {} KiB",
+                l.cycle_capacity,
+                l.node_capacity,
+                l.bytes >> 10
+            );
+            Some(Arc::new(seg))
+        } else {
+            None
+        };
+        if let Err(e) = locked {
+            warn!("cannot lock the shared memory in RAM ({e}); page faults may delay the real-time threads (raise RLIMIT_MEMLOCK, e.g. `ulimit -l unlimited`, or run with CAP_IPC_LOCK)");
+        }
 
         let mut graph = Graph::new(caps, "system", std::process::id());
         let DriverArgs::Dummy(d) = &cfg.driver;
@@ -183,6 +226,8 @@ impl Server {
             deadline_mode: matches!(mode, Mode::Deadline { .. }),
             sched_desc,
             ledger_capacity,
+            profile: profile.clone(),
+            internals: Internals::default(),
         });
         {
             let mut st = server.lock();
@@ -207,6 +252,7 @@ impl Server {
             },
             tx,
             res,
+            profile,
         );
         std::thread::Builder::new()
             .name("resound-driver".into())
@@ -407,6 +453,10 @@ impl Server {
                         st.xruns[slot as usize] = 0;
                         self.publish(&mut st);
                         let uuid = st.graph.client(slot).map_or(0, |c| c.uuid);
+                        if let Some(p) = &self.profile {
+                            // Under the state lock: the name ring's single writer.
+                            p.ring().write_name(uuid, slot, pid, &actual);
+                        }
                         let w = Welcome::Client {
                             slot,
                             name: actual.clone(),
@@ -447,15 +497,39 @@ impl Server {
                     }
                 }
             }
-            HelloKind::Control => {
-                if wire::write_frame(
-                    &mut &stream,
-                    &Welcome::Control {
-                        server: self.name.clone(),
-                    },
-                )
-                .is_err()
-                {
+            kind @ (HelloKind::Control | HelloKind::Profile) => {
+                let sent = if kind == HelloKind::Profile {
+                    match &self.profile {
+                        Some(p) => wire::send_frame_with_fds(
+                            &stream,
+                            &Welcome::Profile {
+                                server: self.name.clone(),
+                            },
+                            &[p.fd()],
+                        ),
+                        None => {
+                            let _ = wire::write_frame(
+                                &mut &stream,
+                                &Welcome::Refused(werr(
+                                    ErrorCode::NotAllowed,
+                                    format!(
+                                        "profiling is off in server {:?} (started with --profile-seconds 0)",
+                                        self.name
+                                    ),
+                                )),
+                            );
+                            return;
+                        }
+                    }
+                } else {
+                    wire::write_frame(
+                        &mut &stream,
+                        &Welcome::Control {
+                            server: self.name.clone(),
+                        },
+                    )
+                };
+                if sent.is_err() {
                     return;
                 }
                 let stream2 = stream.try_clone().expect("clone socket");
@@ -589,10 +663,47 @@ impl Server {
     }
 
     fn handle(&self, id: u64, slot: Option<u32>, req: Request) -> Reply {
-        match self.handle_inner(id, slot, req) {
-            Ok(r) => r,
-            Err(e) => Reply::Err(e),
+        // Internal clients open through the socket, whose session thread
+        // takes the state lock: (un)load them without holding it.
+        let r = match req {
+            Request::LoadInternal {
+                client_name,
+                load_name,
+                init,
+            } => self.load_internal(&client_name, &load_name, &init),
+            Request::UnloadInternal { uuid } => self.internals.unload(uuid).map(|()| {
+                info!("internal client {uuid} unloaded");
+                Reply::Ok
+            }),
+            req => self.handle_inner(id, slot, req),
+        };
+        r.unwrap_or_else(Reply::Err)
+    }
+
+    fn load_internal(
+        &self,
+        client_name: &str,
+        load_name: &str,
+        init: &str,
+    ) -> Result<Reply, WireError> {
+        if self.stopping.load(Ordering::Acquire) {
+            return Err(werr(ErrorCode::NotAllowed, "the server is stopping"));
         }
+        let host = Host {
+            server: self.name.clone(),
+            dir: self
+                .socket
+                .parent()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_default(),
+            profile: self.profile.clone(),
+        };
+        let (uuid, name) = self
+            .internals
+            .load(&host, client_name, load_name, init)
+            .inspect_err(|e| warn!("loading internal client {load_name:?}: {e}"))?;
+        info!("internal client {name:?} ({load_name} {init}) loaded");
+        Ok(Reply::Internal { uuid, name })
     }
 
     fn need_client(slot: Option<u32>) -> Result<u32, WireError> {
@@ -741,6 +852,10 @@ impl Server {
             Request::Status => Ok(Reply::Status(Box::new(self.status(&st)))),
             Request::ListPorts => Ok(Reply::Ports(Self::list_ports(&st.graph))),
             Request::Close => Ok(Reply::Ok),
+            Request::LoadInternal { .. } | Request::UnloadInternal { .. } => Err(werr(
+                ErrorCode::Internal,
+                "internal client request misrouted",
+            )),
             other => self.handle_jack(&mut st, slot, other),
         }
     }
@@ -826,6 +941,8 @@ impl Server {
                 let r = self.view.record(slot).expect("slot in range");
                 let last = r.finished_cycle.load(Ordering::Acquire);
                 ClientStatus {
+                    uuid: c.uuid,
+                    internal: self.internals.contains(c.uuid),
                     name: c.name.clone(),
                     pid: c.pid,
                     slot,
@@ -1185,7 +1302,7 @@ fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) {
                 fixed_pct: a.fixed_budget,
                 window: a.window as usize,
                 percentile: a.percentile,
-                reclaim: a.reclaim,
+                reclaim: a.reclaim(),
                 ..Default::default()
             };
             let desc = format!(
@@ -1197,7 +1314,11 @@ fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) {
                         a.percentile, a.window, a.overprovision
                     ),
                 },
-                if a.reclaim { ", reclaim" } else { "" },
+                if a.reclaim() {
+                    ", reclaim"
+                } else {
+                    ", no reclaim"
+                },
                 a.period_multiplier,
                 match a.deadlines {
                     crate::config::DeadlineChoice::Period => "period",

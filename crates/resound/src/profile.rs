@@ -1,0 +1,105 @@
+//! `resound profile --out DIR [--last SECONDS]`: copies the per-cycle timing
+//! records out of a running server's profile ring and writes them as CSV,
+//! JSON, summary tables, plots (PNG, SVG) and an index.html.
+
+use resound_client::ControlSession;
+use resound_profiler::{Profile, ServerInfo};
+use resound_protocol::profile::ProfileRing;
+use std::path::PathBuf;
+
+/// Options of `resound profile`.
+#[derive(Debug, clap::Args)]
+pub struct ProfileArgs {
+    /// Directory to write into (created if needed).
+    #[arg(short = 'o', long = "out", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Only the newest SECONDS of history (default: all the server's ring holds).
+    #[arg(long = "last", value_name = "SECONDS", value_parser = positive)]
+    pub last: Option<f64>,
+    /// Do not print the summary table.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("{s:?} is not a positive number of seconds")),
+    }
+}
+
+/// Reads the newest `last` seconds (all when None) of a ring into a [`Profile`].
+/// `ctl` answers the status questions (rate, period, mode, current names).
+pub fn read_profile(
+    ctl: &ControlSession,
+    ring: &ProfileRing,
+    last: Option<f64>,
+) -> Result<Profile, String> {
+    let st = ctl.status().map_err(|e| e.to_string())?;
+    let period_ns = st.buffer_frames as f64 * 1e9 / st.sample_rate.max(1) as f64;
+    let written = ring.cycles_written();
+    let cap = ring.layout().cycle_capacity as u64;
+    let (from, max) = match last {
+        Some(s) => {
+            let n = (s * 1e9 / period_ns).ceil() as u64;
+            (written.saturating_sub(n), n as usize)
+        }
+        None => (written.saturating_sub(cap), cap as usize),
+    };
+    let (records, lost) = ring.read_from(from, max);
+    let mut names: Vec<(u64, String)> = ring
+        .names()
+        .into_iter()
+        .map(|(uuid, _, _, name)| (uuid, name))
+        .collect();
+    names.extend(st.clients.iter().map(|c| (c.uuid, c.name.clone())));
+    Ok(Profile::from_records(
+        ServerInfo {
+            server: st.server.clone(),
+            sample_rate: st.sample_rate,
+            buffer_frames: st.buffer_frames,
+            mode: st.mode.clone(),
+            sched: st.sched.clone(),
+            ring_seconds: ring.layout().seconds(st.sample_rate, st.buffer_frames),
+        },
+        &records,
+        &names,
+        lost,
+    ))
+}
+
+/// Runs `resound profile`.
+pub fn run(server: Option<&str>, a: ProfileArgs) -> Result<(), String> {
+    let (ctl, seg) = ControlSession::connect_profile(server, None).map_err(|e| e.to_string())?;
+    let p = read_profile(&ctl, seg.ring(), a.last)?;
+    drop(ctl);
+    if p.cycles.is_empty() {
+        return Err("the server has not recorded a cycle yet".into());
+    }
+    eprintln!(
+        "read {} cycles ({:.1} s) of server {:?} with {} client(s); writing {} ...",
+        p.cycles.len(),
+        p.cycles.len() as f64 * p.period_ns() as f64 / 1e9,
+        p.server,
+        p.clients.len(),
+        a.out.display()
+    );
+    if p.overwritten > 0 {
+        eprintln!(
+            "note: {} older cycle(s) had already been overwritten (the ring keeps the newest {:.1} s; resoundd --profile-seconds sets it)",
+            p.overwritten, p.ring_seconds
+        );
+    }
+    let t0 = std::time::Instant::now();
+    let files = resound_profiler::write_dir(&p, &a.out).map_err(|e| e.to_string())?;
+    if !a.quiet {
+        print!("{}", p.summary().to_text());
+    }
+    eprintln!(
+        "wrote {} files in {:.1} s; open {}",
+        files.len(),
+        t0.elapsed().as_secs_f64(),
+        a.out.join("index.html").display()
+    );
+    Ok(())
+}
