@@ -1054,3 +1054,39 @@ fn jack_crate_child() {
     active.deactivate().unwrap();
     std::process::exit(0);
 }
+
+#[test]
+fn distribution_jack_load_and_unload_internal_clients() {
+    let t = "dist-intclient";
+    let (Some(load), Some(unload)) = (dist(t, "jack_load"), dist(t, "jack_unload")) else {
+        return;
+    };
+    let srv = server();
+    let (code, out, err) = run_to_end(&srv, &load, &["-i", "-c", "prof", "profiler"], "");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("client name = prof"), "{out}");
+    let st = srv.status();
+    let c = st
+        .clients
+        .iter()
+        .find(|c| c.name == "prof")
+        .expect("prof loaded");
+    assert!(c.internal, "{c:?}");
+    assert!(ports(&srv).iter().any(|p| p.name == "prof:cpu_load"));
+    // jack_unload finds it by name (jack_internal_client_handle) and unloads it.
+    let (code, out, err) = run_to_end(&srv, &unload, &["prof"], "");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("prof unloaded"), "{out}");
+    assert!(!srv.status().clients.iter().any(|c| c.name == "prof"));
+    // An unknown built-in: JackFailure|JackLoadFailure; an unknown client: not found.
+    let (code, out, err) = run_to_end(&srv, &load, &["x", "nosuch"], "");
+    assert_ne!(code, 0);
+    assert!(
+        format!("{out}{err}").contains("status = 0x81"),
+        "{out}\n{err}"
+    );
+    let (code, out, err) = run_to_end(&srv, &unload, &["nosuch"], "");
+    assert_ne!(code, 0);
+    assert!(format!("{out}{err}").contains("not found"), "{out}\n{err}");
+    assert!(srv.status().clients.iter().all(|c| !c.internal));
+}

@@ -8,6 +8,7 @@
  * threads until the test harness has stopped the server, then checks that
  * everything fails cleanly, and prints "SURVIVED errors=<n>".
  */
+#include <jack/intclient.h>
 #include <jack/jack.h>
 #include <jack/metadata.h>
 #include <jack/midiport.h>
@@ -199,6 +200,17 @@ int main(int argc, char **argv) {
           jack_set_timebase_callback(a, 1, tb, NULL) == 0 && jack_set_timebase_callback(b, 1, tb, NULL) == EBUSY &&
               jack_release_timebase(b) != 0 && jack_release_timebase(a) == 0,
           "%ld", 0);
+
+    /* --- internal clients --- */
+    check("internal_client_handle(unknown) -> JackNoSuchClient",
+          jack_internal_client_handle(a, "nosuch", &st) == 0 && (st & JackFailure) && (st & JackNoSuchClient),
+          "status 0x%lx", (long)st);
+    check("get_internal_client_name(unknown) -> NULL", jack_get_internal_client_name(a, 12345) == NULL, "%ld", 0);
+    EXPECT_ERR("internal_client_unload(unknown)", jack_internal_client_unload(a, 12345) != 0);
+    EXPECT_ERR("internal_client_load(unknown built-in) -> JackLoadFailure",
+               jack_internal_client_load(a, "nosuch", JackNullOption, &st) == 0 && (st & JackLoadFailure));
+    EXPECT_ERR("internal_client_load(invalid option)",
+               jack_internal_client_load(a, "x", (jack_options_t)0x4000, &st) == 0 && (st & JackInvalidOption));
 
     /* --- activation state --- */
     jack_set_process_callback(a, process, pa);
