@@ -310,6 +310,10 @@ pub unsafe extern "C" fn jack_client_close(client: *mut c_void) -> c_int {
         let Some(lc) = (unsafe { self::client(client, "jack_client_close") }) else {
             return -1;
         };
+        if lc.on_process_thread() {
+            ffi::error("jack_client_close: cannot be called from the client's own process thread");
+            return -1;
+        }
         crate::registry::closed(lc);
         let in_callback = lc.on_notification_thread();
         if !in_callback {
@@ -696,6 +700,10 @@ pub unsafe extern "C" fn jack_deactivate(client: *mut c_void) -> c_int {
         let Some(lc) = (unsafe { self::client(client, "jack_deactivate") }) else {
             return -1;
         };
+        if lc.on_process_thread() {
+            ffi::error("jack_deactivate: cannot be called from the client's own process thread");
+            return -1;
+        }
         if !lc.active() {
             return 0;
         }

@@ -684,6 +684,16 @@ fn distribution_clients_lsp_connect_simple_client_metro() {
     ] {
         assert!(out.contains(want), "jack_lsp output lacks {want:?}:\n{out}");
     }
+    // Aliases: jack_alias sets one, jack_lsp -A shows it, jack_alias -u removes it.
+    if let Some(alias) = dist(t, "jack_alias") {
+        let (code, _, err) = run_to_end(&srv, &alias, &["system:capture_1", "mic:left"], "");
+        assert_eq!(code, 0, "{err}");
+        let (_, out, _) = run_to_end(&srv, &lsp, &["-A"], "");
+        assert!(out.contains("system:capture_1\n   mic:left"), "{out}");
+        run_to_end(&srv, &alias, &["-u", "system:capture_1", "mic:left"], "");
+        let (_, out, _) = run_to_end(&srv, &lsp, &["-A"], "");
+        assert!(!out.contains("mic:left"), "{out}");
+    }
     let mut simple = Bg::start(&srv, &simple, &[]);
     wait_for(
         "jack_simple_client's ports connected",
