@@ -361,8 +361,8 @@ impl LjClient {
         }
         let cbs = *self.cbs.lock().unwrap_or_else(|e| e.into_inner());
         let active = self.active();
-        // SAFETY (all calls below): application callbacks with the arguments
-        // JACK documents, called on the notification thread.
+        // SAFETY: every call below is an application callback, with the
+        // arguments JACK documents, on the notification thread.
         unsafe {
             match n {
                 Event::Shutdown { reason } => {
@@ -626,7 +626,8 @@ fn process_body(lc: &LjClient, cbs: Callbacks, ctx: &mut RtContext) {
     lc.rt
         .has_bufsize
         .store(cbs.bufsize.f.is_some(), Ordering::Relaxed);
-    // SAFETY (callbacks): the application's callbacks, with JACK's arguments.
+    // SAFETY: the application's callbacks, with JACK's arguments, on the
+    // process thread; lj_run_thread (shim.c) only calls `f(arg)`.
     unsafe {
         if let Some(f) = cbs.bufsize.f {
             f(frames, cbs.bufsize.arg);

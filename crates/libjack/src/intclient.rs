@@ -67,15 +67,15 @@ pub unsafe extern "C" fn lj_internal_client_load(
             set(st, status::FAILURE | status::INVALID_OPTION);
             return 0;
         }
-        // SAFETY: per the function contract.
         let load = if opts & options::LOAD_NAME != 0 {
+            // SAFETY: per the function contract.
             unsafe { ffi::str_arg(load_name) }.map(|s| s.into_owned())
         } else {
             None
         }
         .unwrap_or_else(|| n.to_string());
-        // SAFETY: per the function contract.
         let init = if opts & options::LOAD_INIT != 0 {
+            // SAFETY: per the function contract.
             unsafe { ffi::str_arg(load_init) }.map(|s| s.into_owned())
         } else {
             None

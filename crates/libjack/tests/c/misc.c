@@ -25,7 +25,7 @@
 
 static int failed;
 static jack_client_t *client;
-static jack_port_t *in, *out, *tied_out;
+static jack_port_t *in, *out, *tied_out, *cap1;
 
 static void check(const char *what, int ok, long detail) {
     if (ok) {
@@ -139,7 +139,7 @@ static int ring_test(void) {
 
 /* ---- process: times and buffers ---- */
 static atomic_uint last_ft, bad_times, tie_ok, cycles;
-static atomic_uint since_bad;
+static atomic_uint since_bad, zero_copy, zero_copy_bad;
 
 static int process(jack_nframes_t n, void *arg) {
     (void)arg;
@@ -157,6 +157,13 @@ static int process(jack_nframes_t n, void *arg) {
         atomic_fetch_add(&since_bad, 1);
     float *i = jack_port_get_buffer(in, n);
     float *t = jack_port_get_buffer(tied_out, n);
+    /* The test connects only system:capture_1 to "in": one source, no copy. */
+    if (jack_port_connected(in) == 1) {
+        if (i == jack_port_get_buffer(cap1, n))
+            atomic_fetch_add(&zero_copy, 1);
+        else
+            atomic_fetch_add(&zero_copy_bad, 1);
+    }
     if (t == i)
         atomic_fetch_add(&tie_ok, 1);
     memset(jack_port_get_buffer(out, n), 0, n * sizeof(float));
@@ -185,6 +192,7 @@ int main(int argc, char **argv) {
     jack_port_t *mport = jack_port_register(client, "midi", JACK_DEFAULT_MIDI_TYPE, JackPortIsInput, 0);
     check("ports", in && out && tied_out && mport, 0);
     check("port_tie", jack_port_tie(in, tied_out) == 0, 0);
+    cap1 = jack_port_by_name(client, "system:capture_1");
     jack_set_process_callback(client, process, NULL);
     check("activate", jack_activate(client) == 0, 0);
     check("client thread id", jack_client_thread_id(client) != 0 &&
@@ -314,6 +322,8 @@ int main(int argc, char **argv) {
     check("last_frame_time advances by nframes; cycle times consistent", atomic_load(&bad_times) <= 2,
           atomic_load(&bad_times));
     check("frames_since_cycle_start in range", atomic_load(&since_bad) == 0, atomic_load(&since_bad));
+    check("one connection: the input's buffer is the source's (zero copy)",
+          atomic_load(&zero_copy) > 50 && atomic_load(&zero_copy_bad) == 0, atomic_load(&zero_copy_bad));
     check("tied output's buffer is the input's", atomic_load(&tie_ok) == atomic_load(&cycles), atomic_load(&tie_ok));
     jack_nframes_t f1 = jack_frame_time(client);
     usleep(50000);
