@@ -202,3 +202,163 @@ impl TransportEngine {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use resound_protocol::shm::{empty_client, Capacities, TableHeader};
+    use resound_protocol::sync::switch;
+
+    fn view_with_active_client() -> View {
+        let caps = Capacities {
+            max_clients: 8,
+            max_ports: 8,
+            max_connections: 8,
+            max_frames: 4096,
+        };
+        let v = View::create(caps, 48000, 256, true, 0).unwrap();
+        let h = v.header();
+        let next = switch::begin_write(&h.switch);
+        {
+            // SAFETY: the only writer in this test; `next` from begin_write.
+            let mut t = unsafe { v.table_mut(next) };
+            let mut c = empty_client();
+            c.state = client_state::ACTIVE;
+            t.set_client(1, &c);
+            t.set_header(TableHeader {
+                version: 1,
+                client_hw: 2,
+                port_hw: 0,
+                n_sources: 0,
+                n_edges: 0,
+                n_order: 0,
+                _pad: 0,
+            });
+        }
+        switch::end_write(&h.switch);
+        switch::try_switch(&h.switch);
+        v
+    }
+
+    #[test]
+    fn start_locate_roll_stop() {
+        let v = view_with_active_client();
+        let table = v.table(v.current_index());
+        let mut te = TransportEngine::new(8);
+        let mb = v.mailbox(1).unwrap();
+        let post = |cmd: u32| {
+            let w = mb.transport_cmd.load(Ordering::Relaxed);
+            mb.transport_cmd
+                .store((((w >> 8) + 1) << 8) | cmd as u64, Ordering::Release);
+        };
+        te.cycle(&v, &table, 1, 256, 1_000);
+        assert_eq!(v.header().transport.load().state, state::STOPPED);
+        post(command::START);
+        te.cycle(&v, &table, 2, 256, 2_000);
+        assert_eq!(te.current().state, state::STARTING);
+        te.cycle(&v, &table, 3, 256, 3_000);
+        let t = v.header().transport.load();
+        assert_eq!((t.state, t.pos.frame, t.cycle), (state::ROLLING, 0, 3));
+        te.cycle(&v, &table, 4, 256, 4_000);
+        assert_eq!(v.header().transport.load().pos.frame, 256);
+        assert!(mb.locate_pos.put(
+            &Position {
+                frame: 48_000,
+                ..Default::default()
+            },
+            4
+        ));
+        mb.locate_req.fetch_add(1, Ordering::AcqRel);
+        te.cycle(&v, &table, 5, 256, 5_000);
+        let t = v.header().transport.load();
+        assert_eq!(
+            (t.state, t.pos.frame, t.locate_gen),
+            (state::ROLLING, 48_000, 1)
+        );
+        post(command::STOP);
+        te.cycle(&v, &table, 6, 256, 6_000);
+        te.cycle(&v, &table, 7, 256, 7_000);
+        let t = v.header().transport.load();
+        assert_eq!((t.state, t.pos.frame), (state::STOPPED, 48_256));
+    }
+
+    #[test]
+    fn slow_sync_clients_hold_starting_until_ready_or_timeout() {
+        let v = view_with_active_client();
+        let table = v.table(v.current_index());
+        let h = v.header();
+        h.sync_clients[0].store(1 << 1, Ordering::Release);
+        h.sync_timeout_us.store(1_000, Ordering::Relaxed);
+        let mut te = TransportEngine::new(8);
+        let mb = v.mailbox(1).unwrap();
+        mb.transport_cmd
+            .store((1 << 8) | command::START as u64, Ordering::Release);
+        te.cycle(&v, &table, 1, 256, 1_000_000);
+        let gen = te.current().sync_gen;
+        te.cycle(&v, &table, 2, 256, 1_500_000);
+        assert_eq!(te.current().state, state::STARTING, "not ready yet");
+        mb.sync_ready.store(gen, Ordering::Release);
+        te.cycle(&v, &table, 3, 256, 1_600_000);
+        assert_eq!(te.current().state, state::ROLLING, "ready");
+        // A relocation while rolling goes back to Starting; the timeout ends it.
+        assert!(mb.locate_pos.put(&Position::default(), 4));
+        mb.locate_req.fetch_add(1, Ordering::AcqRel);
+        te.cycle(&v, &table, 4, 256, 2_000_000);
+        assert_eq!(te.current().state, state::STARTING);
+        te.cycle(&v, &table, 5, 256, 2_500_000);
+        assert_eq!(te.current().state, state::STARTING);
+        te.cycle(&v, &table, 6, 256, 3_100_000);
+        assert_eq!(te.current().state, state::ROLLING, "sync timeout (1 ms)");
+    }
+
+    #[test]
+    fn hostile_mailboxes_are_sanitised() {
+        let v = view_with_active_client();
+        let table = v.table(v.current_index());
+        let h = v.header();
+        let mut te = TransportEngine::new(8);
+        let mb = v.mailbox(1).unwrap();
+        // An unknown command, a relocation cell stuck mid-write, and a
+        // timebase output full of invalid bits and NaNs.
+        mb.transport_cmd.store(0x00de_adbe_ef77, Ordering::Release);
+        mb.locate_req.store(5, Ordering::Release);
+        mb.locate_pos.seq.store(1, Ordering::Release);
+        h.timebase_master.store(1, Ordering::Release);
+        assert!(mb.timebase_pos.put(
+            &Position {
+                valid: u32::MAX,
+                frame: 999,
+                bar: 7,
+                beats_per_minute: f64::NAN,
+                beat_type: f32::INFINITY,
+                ..Default::default()
+            },
+            4
+        ));
+        mb.timebase_cycle.store(0, Ordering::Release);
+        te.cycle(&v, &table, 1, 256, 1_000);
+        let t = h.transport.load();
+        assert_eq!(t.state, state::STOPPED, "unknown command ignored");
+        assert_eq!(
+            t.pos.frame, 0,
+            "the frame is the server's, not the master's"
+        );
+        assert_eq!(t.pos.valid, valid::EXTENDED);
+        assert_eq!(t.pos.bar, 7);
+        assert_eq!((t.pos.beats_per_minute, t.pos.beat_type), (0.0, 0.0));
+        // The stuck cell is retried, and applied once consistent.
+        mb.locate_pos.seq.store(0, Ordering::Release);
+        assert!(mb.locate_pos.put(
+            &Position {
+                frame: 1234,
+                valid: u32::MAX,
+                ..Default::default()
+            },
+            4
+        ));
+        te.cycle(&v, &table, 2, 256, 2_000);
+        let t = h.transport.load();
+        assert_eq!(t.pos.frame, 1234);
+        assert_eq!(t.pos.valid & !valid::EXTENDED, 0);
+    }
+}
