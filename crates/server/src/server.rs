@@ -294,6 +294,23 @@ impl Server {
             .clone()
     }
 
+    /// The driver thread's scheduling now: its live reservation in deadline
+    /// mode (budgets and the period move), else what it got at start.
+    fn driver_sched_now(&self) -> String {
+        let r = &self.engine.res[0];
+        if r.kind.load(Ordering::Relaxed) == kind::DEADLINE {
+            resound_sched::Policy::Deadline {
+                runtime_ns: r.budget_ns.load(Ordering::Relaxed),
+                deadline_ns: r.deadline_ns.load(Ordering::Relaxed),
+                period_ns: r.period_ns.load(Ordering::Relaxed),
+                reclaim: self.cfg.server.reclaim(),
+            }
+            .describe()
+        } else {
+            self.driver_sched()
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -971,7 +988,7 @@ impl Server {
             cycles: cycle,
             xruns: h.xruns.load(Ordering::Relaxed),
             graph_version: table.version(),
-            driver_sched: self.driver_sched(),
+            driver_sched: self.driver_sched_now(),
             driver_cpu_ns: self
                 .view
                 .record(0)
