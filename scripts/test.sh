@@ -4,6 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESOUND_SETUP_TESTS=1 source scripts/setup.sh
+# Everything the tests need is installed now: a test that finds a tool
+# missing fails instead of skipping (permission skips still print SKIP).
+export RESOUND_REQUIRE_TEST_TOOLS=1
 start=$(date +%s)
 echo "== cargo fmt --check" >&2
 cargo fmt --all -- --check

@@ -7,7 +7,8 @@
 //!    memfd page, and the two ping-pong on two futex words;
 //! 2. resound's per-hop activation latency (`awake_ns - signal_ns` of each
 //!    node's activation record) in a chain of five `resound-tool pass`
-//!    processes ending in a native probe client inside this process;
+//!    processes ending in a native probe client inside this process, with
+//!    the server's default GRUB reclaiming and with `--no-reclaim`;
 //! 3. the driver thread's CPU time per cycle with 0, 1 and 10 clients;
 //! 4. the cost of profiling: one profile record (10 client rows) written
 //!    in-process into a real profile segment, and the driver's CPU per
@@ -566,10 +567,6 @@ struct Server {
 }
 
 impl Server {
-    fn start(bin: &Path) -> Res<Server> {
-        Self::start_with(bin, &[])
-    }
-
     fn start_with(bin: &Path, extra: &[&str]) -> Res<Server> {
         let n = SERVERS.fetch_add(1, Ordering::Relaxed);
         let pid = std::process::id();
@@ -803,9 +800,12 @@ struct HopResult {
     client_sched: String,
 }
 
-fn hop_latency(resoundd: &Path, tool: &Path) -> Res<HopResult> {
-    progress("hop latency: starting resoundd and a chain of 5 pass clients");
-    let srv = Server::start(resoundd)?;
+fn hop_latency(resoundd: &Path, tool: &Path, extra: &[&str]) -> Res<HopResult> {
+    progress(&format!(
+        "hop latency: starting resoundd {} and a chain of 5 pass clients",
+        extra.join(" ")
+    ));
+    let srv = Server::start_with(resoundd, extra)?;
     let (tools, tool_sched) = pass_tools(&srv, tool, "p", CHAIN)?;
     let probe = srv.open("probe")?;
     let inp = probe
@@ -1056,7 +1056,9 @@ fn run() -> Res<String> {
 
     let mut raw = RawBench::start()?;
     raw.run("1st half", RAW_SAMPLES / 2, RAW_PACED_SAMPLES / 2)?;
-    let hop = hop_latency(&resoundd, &tool)?;
+    let hop = hop_latency(&resoundd, &tool, &[])?;
+    // The same chain without GRUB reclaiming (the server's default is on).
+    let hop_norec = hop_latency(&resoundd, &tool, &["--no-reclaim"])?;
     raw.run("2nd half", RAW_SAMPLES / 2, RAW_PACED_SAMPLES / 2)?;
     let raw = raw.result();
     let cpu_clock = thread_cpu_clock_cost();
@@ -1119,6 +1121,18 @@ fn run() -> Res<String> {
             ));
         }
         _ => out.push_str("  ratio hop/raw median                    n/a\n"),
+    }
+    row(
+        &mut out,
+        &format!("resound hop, --no-reclaim ({CHAIN}-chain)"),
+        &hop_norec.all,
+    );
+    if let (Some(h), Some(r)) = (&hop_norec.all, &raw.one_way) {
+        out.push_str(&format!(
+            "  ratio hop (no reclaim)/raw median       {:.2}x; driver {}\n",
+            h.median / r.median.max(1.0),
+            hop_norec.driver_sched
+        ));
     }
     for (n, r) in &cpu {
         let label = match n {

@@ -6,7 +6,8 @@
 //! `resound run`, which puts resound's libjack.so.0 first in the loader
 //! path, against a real resoundd. The distribution's own JACK programs run
 //! the same way, and so does a Rust program on the crates.io `jack` crate.
-//! Where a needed tool is missing the test prints `SKIP <name>: <reason>`.
+//! Where a needed tool is missing the test prints `SKIP <name>: <reason>`
+//! (under `scripts/test.sh`, which installs them all, it fails instead).
 
 mod common;
 use common::*;
@@ -19,8 +20,7 @@ use std::time::{Duration, Instant};
 const PERIOD: &str = "256";
 
 fn skip(test: &str, why: &str) {
-    println!("SKIP {test}: {why}");
-    eprintln!("SKIP {test}: {why}");
+    skip_missing_tool(test, why);
 }
 
 /// The compiled C test program `name` (None: no compiler or JACK headers; SKIP printed).

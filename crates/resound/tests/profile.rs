@@ -344,7 +344,10 @@ fn chromium() -> Option<PathBuf> {
 #[test]
 fn monitor_page_renders_in_headless_chromium() {
     let Some(chromium) = chromium() else {
-        eprintln!("SKIP monitor_page_renders_in_headless_chromium: chromium is not installed (scripts/setup.sh installs it)");
+        skip_missing_tool(
+            "monitor_page_renders_in_headless_chromium",
+            "chromium is not installed (scripts/setup.sh installs it)",
+        );
         return;
     };
     let srv = Srv::start(&["-d", "dummy", "-p", "256"]);

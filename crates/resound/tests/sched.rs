@@ -284,6 +284,50 @@ fn refused_reservation_falls_back_for_that_thread_only() {
     );
 }
 
+/// Freewheeling runs cycles back to back: a driver on SCHED_FIFO drops to
+/// SCHED_OTHER meanwhile (as jackd does), so it cannot starve the machine,
+/// and gets its priority back afterwards.
+#[test]
+fn freewheel_drops_a_fifo_driver_to_other_and_back() {
+    if !can_fifo() {
+        eprintln!("SKIP freewheel_drops_a_fifo_driver_to_other_and_back: SCHED_FIFO not permitted");
+        return;
+    }
+    let srv = Srv::start(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);
+    let _a = srv.tool("a", &["load", "--busy", "5"]);
+    let c = srv.client("fw");
+    let driver = || res(&srv.status(), "driver").unwrap().clone();
+    let d = driver();
+    assert_eq!(
+        resound_sched::current(d.tid).unwrap(),
+        Policy::Fifo { priority: 20 }
+    );
+    let c0 = srv.status().cycles;
+    c.set_freewheel(true).unwrap();
+    wait_for(
+        "the driver to leave SCHED_FIFO",
+        Duration::from_secs(5),
+        || driver().policy == "SCHED_OTHER",
+    );
+    assert_eq!(resound_sched::current(d.tid).unwrap(), Policy::Other);
+    std::thread::sleep(Duration::from_millis(500));
+    let c1 = srv.status().cycles;
+    assert!(
+        c1 - c0 > 2 * 94,
+        "freewheeling runs faster than real time: {} cycles in ~0.5 s",
+        c1 - c0
+    );
+    c.set_freewheel(false).unwrap();
+    wait_for("the driver's priority back", Duration::from_secs(5), || {
+        driver().policy == "SCHED_FIFO"
+    });
+    assert_eq!(
+        resound_sched::current(d.tid).unwrap(),
+        Policy::Fifo { priority: 20 }
+    );
+    c.close().unwrap();
+}
+
 #[test]
 fn fifo_mode_and_other_mode() {
     if !can_fifo() {
@@ -502,7 +546,10 @@ fn xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream() {
 #[test]
 fn without_privileges_the_server_falls_back_and_runs() {
     let Ok(setpriv) = which("setpriv") else {
-        eprintln!("SKIP without_privileges_the_server_falls_back_and_runs: setpriv (util-linux) not installed");
+        skip_missing_tool(
+            "without_privileges_the_server_falls_back_and_runs",
+            "setpriv (util-linux) not installed",
+        );
         return;
     };
     if rustix_uid() != 0 {

@@ -340,6 +340,9 @@ impl Engine {
             if back_to_back || (!freewheel && was_freewheeling) {
                 deadline = monotonic_ns();
             }
+            if freewheel != was_freewheeling {
+                self.res.set_freewheel(freewheel);
+            }
             was_freewheeling = freewheel;
             if !back_to_back {
                 sleep_until(deadline);

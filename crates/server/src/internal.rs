@@ -184,20 +184,22 @@ pub struct ProfilerValues {
     pub driver_end: f32,
 }
 
-fn frac(x: i64, period: u64) -> f32 {
-    (x as f64 / period.max(1) as f64) as f32
+/// (a - b) / period. The times come from records clients can write, so the
+/// difference is taken in floating point: it never overflows, whatever the values.
+fn frac(a: u64, b: u64, period: u64) -> f32 {
+    ((a as f64 - b as f64) / period.max(1) as f64) as f32
 }
 
 /// Scheduling latency and duration of one client row, as fractions of the
 /// period in [0, 1]. A late client's duration is 1 (it used the whole cycle).
 pub fn client_values(row: &NodeData, period_ns: u64) -> (f32, f32) {
     let sched = if row.flags & node_flags::AWAKE != 0 && row.flags & node_flags::SIGNALLED != 0 {
-        frac(row.awake_ns as i64 - row.signal_ns as i64, period_ns).clamp(0.0, 1.0)
+        frac(row.awake_ns, row.signal_ns, period_ns).clamp(0.0, 1.0)
     } else {
         0.0
     };
     let dur = if row.flags & node_flags::FINISHED != 0 {
-        frac(row.finish_ns as i64 - row.awake_ns as i64, period_ns).clamp(0.0, 1.0)
+        frac(row.finish_ns, row.awake_ns, period_ns).clamp(0.0, 1.0)
     } else if row.flags & node_flags::LATE != 0 {
         1.0
     } else {
@@ -224,12 +226,12 @@ pub fn general_values(
         cpu_load: if late {
             1.0
         } else {
-            frac(graph_end as i64 - c.start_ns as i64, period).clamp(0.0, 1.0)
+            frac(graph_end, c.start_ns, period).clamp(0.0, 1.0)
         },
         driver_period: prev_awake_ns.map_or(0.0, |p| {
-            frac(c.awake_ns as i64 - p as i64 - period as i64, period).clamp(-1.0, 1.0)
+            (frac(c.awake_ns, p, period) - 1.0).clamp(-1.0, 1.0)
         }),
-        driver_end: frac(c.end_ns as i64 - c.start_ns as i64, period).clamp(0.0, 1.0),
+        driver_end: frac(c.end_ns, c.start_ns, period).clamp(0.0, 1.0),
     }
 }
 
@@ -434,5 +436,39 @@ mod tests {
         };
         assert_eq!(client_values(&late, 1000), (0.0, 1.0));
         assert_eq!(general_values(&c, &[late], None).cpu_load, 1.0);
+    }
+
+    #[test]
+    fn hostile_times_give_clamped_values_not_a_panic() {
+        // A client can write anything into its activation record; the driver
+        // copies the numbers into the profile ring as they are.
+        let all = node_flags::SIGNALLED | node_flags::AWAKE | node_flags::FINISHED;
+        for (s, a, f) in [
+            (u64::MAX, 0x7fff_ffff_ffff_ffff, 0),
+            (0, u64::MAX, 1),
+            (u64::MAX, u64::MAX, u64::MAX),
+            (0, 0, u64::MAX),
+        ] {
+            let row = NodeData {
+                flags: all,
+                signal_ns: s,
+                awake_ns: a,
+                finish_ns: f,
+                ..Default::default()
+            };
+            let (sv, dv) = client_values(&row, 1_000_000);
+            assert!((0.0..=1.0).contains(&sv) && (0.0..=1.0).contains(&dv));
+            let c = CycleData {
+                start_ns: s,
+                awake_ns: a,
+                end_ns: f,
+                period_ns: 1,
+                ..Default::default()
+            };
+            let v = general_values(&c, &[row], Some(u64::MAX));
+            assert!((0.0..=1.0).contains(&v.cpu_load));
+            assert!((-1.0..=1.0).contains(&v.driver_period));
+            assert!((0.0..=1.0).contains(&v.driver_end));
+        }
     }
 }

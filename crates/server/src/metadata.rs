@@ -13,8 +13,14 @@ pub const MAX_KEY: usize = 1024;
 pub const MAX_VALUE: usize = 32 * 1024;
 /// Longest type in bytes.
 pub const MAX_TYPE: usize = 1024;
-/// Total bytes of keys, values and types the server keeps.
-pub const MAX_TOTAL: usize = 16 * 1024 * 1024;
+/// What the store may hold, in bytes of keys, values and types plus
+/// [`OVERHEAD`] per property. Well below the largest reply frame
+/// (`limits::MAX_REPLY_BYTES`, 16 MiB), so that `jack_get_all_properties`
+/// always fits in one reply, however a client filled the store.
+pub const MAX_TOTAL: usize = 8 * 1024 * 1024;
+/// Bytes charged per property beyond its strings: more than its encoding
+/// costs (subject, lengths), so many tiny properties cannot overflow a reply.
+pub const OVERHEAD: usize = 64;
 
 /// The property store.
 #[derive(Debug, Default)]
@@ -24,7 +30,7 @@ pub struct Metadata {
 }
 
 fn size(p: &Property) -> usize {
-    p.key.len() + p.value.len() + p.type_name.len()
+    p.key.len() + p.value.len() + p.type_name.len() + OVERHEAD
 }
 
 impl Metadata {
@@ -148,5 +154,42 @@ mod tests {
         assert_eq!(m.bytes, 0);
         assert!(m.set(0, p("a", "1")).is_err());
         assert!(m.set(1, p("", "1")).is_err());
+    }
+
+    /// A client filling the store with tiny properties (the worst case for
+    /// encoding overhead) or with big ones cannot make the answer to
+    /// "all properties" larger than a reply frame may be.
+    #[test]
+    fn a_full_store_still_fits_in_one_reply() {
+        use resound_protocol::limits::MAX_REPLY_BYTES;
+        use resound_protocol::wire::{encode, Reply, ServerMsg};
+        for value in [String::new(), "v".repeat(MAX_VALUE)] {
+            let mut m = Metadata::default();
+            let mut n = 0u64;
+            loop {
+                let prop = Property {
+                    key: format!("{n:x}"),
+                    value: value.clone(),
+                    type_name: String::new(),
+                };
+                match m.set(u64::MAX - (n % 1000), prop) {
+                    Ok(_) => n += 1,
+                    Err(e) => {
+                        assert_eq!(e.code, ErrorCode::Full);
+                        break;
+                    }
+                }
+            }
+            let frame = encode(&ServerMsg::Reply {
+                seq: u32::MAX - 1,
+                reply: Reply::AllProperties(m.all()),
+            })
+            .unwrap();
+            assert!(
+                frame.len() < MAX_REPLY_BYTES,
+                "{n} properties encode to {} bytes",
+                frame.len()
+            );
+        }
     }
 }

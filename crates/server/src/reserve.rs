@@ -113,6 +113,8 @@ pub struct Reservations {
     /// Client threads whose reservation was refused: (slot, tid), retried every [`RETRY_CYCLES`].
     pending: Vec<(u32, i32)>,
     cycles: u64,
+    /// The driver left SCHED_FIFO for SCHED_OTHER while freewheeling.
+    freewheel_dropped: bool,
 }
 
 /// How often refused reservations are retried (cycles).
@@ -146,6 +148,7 @@ impl Reservations {
             reclaim,
             pending: Vec::with_capacity(slots),
             cycles: 0,
+            freewheel_dropped: false,
         }
     }
 
@@ -465,6 +468,30 @@ impl Reservations {
         }
         if let Some(r) = self.controllers[slot as usize].on_xrun() {
             self.update(slot, r, emit);
+        }
+    }
+
+    /// Driver thread, when freewheeling starts or stops. A driver on
+    /// SCHED_FIFO (fifo mode, or a refused reservation) drops to SCHED_OTHER
+    /// while freewheeling, as jackd does: back-to-back cycles then share the
+    /// CPU with everything else instead of starving it. A reservation
+    /// already bounds the driver, so it stays. One syscall per transition.
+    pub fn set_freewheel(&mut self, on: bool) {
+        let prio = match self.mode {
+            Mode::Fifo(p) => p,
+            Mode::Deadline {
+                fallback_priority, ..
+            } => fallback_priority,
+            Mode::Other => return,
+        };
+        if on && self.stats[0].kind.load(Ordering::Relaxed) == kind::FIFO {
+            if apply_rt(0, &Policy::Other).is_ok() {
+                self.set_kind(0, resound_protocol::rt::gettid(), kind::OTHER);
+                self.freewheel_dropped = true;
+            }
+        } else if !on && self.freewheel_dropped {
+            self.freewheel_dropped = false;
+            self.fallback(0, 0, prio);
         }
     }
 

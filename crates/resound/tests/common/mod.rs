@@ -256,6 +256,18 @@ pub fn n(v: &Value, k: &str) -> u64 {
     v[k].as_u64().unwrap_or_else(|| panic!("no {k} in {v}"))
 }
 
+/// A test cannot run because a tool it needs is not installed: prints
+/// `SKIP test: why`. Under the README's test command (`scripts/test.sh`
+/// exports `RESOUND_REQUIRE_TEST_TOOLS=1` after installing every tool) a
+/// missing tool is a failure instead, so CI cannot pass without running it.
+pub fn skip_missing_tool(test: &str, why: &str) {
+    if std::env::var_os("RESOUND_REQUIRE_TEST_TOOLS").is_some_and(|v| v == "1") {
+        panic!("{test}: {why}, but scripts/test.sh should have installed it");
+    }
+    println!("SKIP {test}: {why}");
+    eprintln!("SKIP {test}: {why}");
+}
+
 /// True when this process may use SCHED_FIFO (root or CAP_SYS_NICE with an rtprio limit).
 pub fn can_fifo() -> bool {
     let p = libc::sched_param { sched_priority: 1 };
