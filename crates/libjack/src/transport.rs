@@ -88,12 +88,12 @@ pub unsafe extern "C" fn jack_transport_locate(
         let Some(lc) = (unsafe { client(client_, "jack_transport_locate") }) else {
             return -1;
         };
+        // Real-time safe (it may be called from the process callback): a
+        // busy request cell gives the code, without a message (a message
+        // would allocate and call into the application's error callback).
         match lc.client.transport_locate(frame) {
             Ok(()) => 0,
-            Err(e) => {
-                ffi::error(&format!("jack_transport_locate: {e}"));
-                -1
-            }
+            Err(_) => -1,
         }
     })
 }
@@ -119,12 +119,10 @@ pub unsafe extern "C" fn jack_transport_reposition(
         if p.valid & !valid::REQUESTABLE != 0 {
             return libc::EINVAL;
         }
+        // As jack_transport_locate: the code, without a message.
         match lc.client.transport_reposition(&ffi::position_from_c(&p)) {
             Ok(()) => 0,
-            Err(e) => {
-                ffi::error(&format!("jack_transport_reposition: {e}"));
-                libc::EINVAL
-            }
+            Err(_) => libc::EINVAL,
         }
     })
 }
