@@ -636,6 +636,12 @@ fn process_body(lc: &LjClient, cbs: Callbacks, ctx: &mut RtContext) {
         if let Some(f) = cbs.thread_init.f {
             f(cbs.thread_init.arg);
         }
+        // jackd's activation waits for the thread to start and run thread
+        // init, not for its first cycle: a jack_set_process_thread function
+        // may wait for something the application does once jack_activate
+        // has returned, or call the library, before its first
+        // jack_cycle_wait.
+        ctx.ready();
         if let Some(f) = cbs.thread.f {
             lj_run_thread(f, cbs.thread.arg);
         } else {
@@ -644,10 +650,9 @@ fn process_body(lc: &LjClient, cbs: Callbacks, ctx: &mut RtContext) {
                     Some(f) => f(n, cbs.process.arg),
                     None => 0,
                 };
+                // Non-zero: the callback is never called again; the next
+                // wait runs the cycles silently until the deactivation.
                 lc.end_cycle(ctx, rc);
-                if rc != 0 {
-                    break;
-                }
             }
         }
     }
@@ -705,11 +710,11 @@ pub unsafe extern "C" fn jack_deactivate(client: *mut c_void) -> c_int {
             ffi::error("jack_deactivate: cannot be called from the client's own process thread");
             return -1;
         }
-        if !lc.active() {
-            return 0;
-        }
         match lc.client.deactivate() {
             Ok(()) => 0,
+            // Not active (any more): the notification thread may have just
+            // deactivated it after its process callback returned non-zero.
+            Err(Error::State(_)) => 0,
             Err(e) if lc.zombie.load(Ordering::Acquire) || lc.client.server_gone() => {
                 let _ = e;
                 0

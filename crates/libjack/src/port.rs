@@ -177,27 +177,7 @@ pub unsafe extern "C" fn jack_port_unregister(client_: *mut c_void, port_: *mut 
 /// Real-time safe.
 pub fn silence_outputs(lc: &LjClient, table: usize, frames: usize) {
     let view = lc.client.view();
-    let t = view.table(table);
-    let me = lc.client.slot();
-    let frames = frames.min(view.layout().caps.max_frames as usize);
-    for id in 0..t.port_hw() {
-        let Some((1, owner, flags, ty)) = t.port_info(id) else {
-            continue;
-        };
-        if owner != me || flags & port_flags::IS_OUTPUT == 0 {
-            continue;
-        }
-        if let Some(b) = view.port_buffer(id) {
-            // SAFETY: our own output's buffer (≥ max_frames f32 and ≥ a MIDI buffer).
-            unsafe {
-                if ty == port_type::MIDI {
-                    midi::init(b as *mut u8, frames as u32);
-                } else {
-                    std::slice::from_raw_parts_mut(b, frames).fill(0.0);
-                }
-            }
-        }
-    }
+    resound_client::silence_outputs(view, &view.table(table), lc.client.slot(), frames);
 }
 
 /// The buffer of port `id` (tied to `tied`) for a cycle of `nframes` (see the module docs).
