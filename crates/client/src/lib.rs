@@ -1479,11 +1479,18 @@ impl RtContext {
         let h = view.header();
         let rec = view.record(inner.slot)?;
         let max_frames = view.layout().caps.max_frames as usize;
+        let stop =
+            |q: &AtomicBool| q.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0;
         loop {
+            // Checked before sleeping too: a stop whose wake-up an earlier
+            // wait consumed must not leave this thread asleep for good.
+            if stop(&self.quit) {
+                return None;
+            }
             if let futex::Wait::Changed(v) = futex::wait_changed(&rec.trigger, self.seen, None) {
                 self.seen = v;
             }
-            if self.quit.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0 {
+            if stop(&self.quit) {
                 return None;
             }
             let c = assert_no_alloc::assert_no_alloc(|| {
