@@ -167,7 +167,21 @@ pub unsafe extern "C" fn jack_port_unregister(client_: *mut c_void, port_: *mut 
             }
         }
         match lc.client.unregister_port_id(p.id) {
-            Ok(()) => 0,
+            Ok(()) => {
+                // Handles are interned per id and outlive the port: a tie
+                // must not survive it (the id may be reused, even by another
+                // client, whose buffer a tied output would then hand out).
+                p.tied.store(NOT_TIED, Ordering::Relaxed);
+                for q in lc.ports.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                    let _ = q.tied.compare_exchange(
+                        p.id,
+                        NOT_TIED,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
+                0
+            }
             Err(e) => report("jack_port_unregister", &e),
         }
     })
@@ -217,7 +231,13 @@ fn buffer(lc: &LjClient, id: u32, tied: u32, nframes: u32) -> *mut c_void {
         return b as *mut c_void;
     }
     if tied != NOT_TIED && tied != id {
-        return buffer(lc, tied, NOT_TIED, nframes);
+        // Only a tie to an input this client still owns: never hand out
+        // another client's buffer for the application to write into.
+        if let Some((1, towner, tflags, _)) = t.port_info(tied) {
+            if towner == me && tflags & port_flags::IS_INPUT != 0 {
+                return buffer(lc, tied, NOT_TIED, nframes);
+            }
+        }
     }
     if midi_port {
         // SAFETY: our own output's buffer (≥ MIDI_BUFFER_BYTES).
