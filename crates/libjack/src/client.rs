@@ -293,12 +293,14 @@ unsafe fn open(
 /// `name` is NULL or a C string.
 #[no_mangle]
 pub unsafe extern "C" fn jack_client_new(name: *const c_char) -> *mut c_void {
-    let mut opts = ffi::options::USE_EXACT_NAME;
-    if std::env::var_os("JACK_START_SERVER").is_none() {
-        opts |= ffi::options::NO_START_SERVER;
-    }
-    // SAFETY: per the function contract.
-    unsafe { lj_client_open(name, opts, std::ptr::null_mut(), std::ptr::null()) }
+    crate::ffi::guard(std::ptr::null_mut(), || {
+        let mut opts = ffi::options::USE_EXACT_NAME;
+        if std::env::var_os("JACK_START_SERVER").is_none() {
+            opts |= ffi::options::NO_START_SERVER;
+        }
+        // SAFETY: per the function contract.
+        unsafe { lj_client_open(name, opts, std::ptr::null_mut(), std::ptr::null()) }
+    })
 }
 
 /// # Safety
@@ -1002,7 +1004,7 @@ pub unsafe extern "C" fn jack_get_client_name(client: *mut c_void) -> *mut c_cha
 
 #[no_mangle]
 pub extern "C" fn jack_client_name_size() -> c_int {
-    resound_protocol::limits::CLIENT_NAME_MAX as c_int + 1
+    crate::ffi::guard(0, || resound_protocol::limits::CLIENT_NAME_MAX as c_int + 1)
 }
 
 /// # Safety
@@ -1163,8 +1165,10 @@ pub unsafe extern "C" fn jack_client_real_time_priority(client: *mut c_void) -> 
 /// `client` is NULL or an open client.
 #[no_mangle]
 pub unsafe extern "C" fn jack_client_max_real_time_priority(client: *mut c_void) -> c_int {
-    // SAFETY: per the function contract.
-    unsafe { jack_client_real_time_priority(client) }
+    crate::ffi::guard(-1, || {
+        // SAFETY: per the function contract.
+        unsafe { jack_client_real_time_priority(client) }
+    })
 }
 
 extern "C" {

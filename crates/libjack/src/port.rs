@@ -799,12 +799,12 @@ pub unsafe extern "C" fn jack_port_disconnect(client_: *mut c_void, port_: *mut 
 
 #[no_mangle]
 pub extern "C" fn jack_port_name_size() -> c_int {
-    PORT_NAME_MAX as c_int + 1
+    crate::ffi::guard(0, || PORT_NAME_MAX as c_int + 1)
 }
 
 #[no_mangle]
 pub extern "C" fn jack_port_type_size() -> c_int {
-    PORT_TYPE_MAX as c_int + 1
+    crate::ffi::guard(0, || PORT_TYPE_MAX as c_int + 1)
 }
 
 /// # Safety
@@ -947,8 +947,10 @@ pub unsafe extern "C" fn jack_port_get_total_latency(
     _client: *mut c_void,
     port_: *mut c_void,
 ) -> jack_nframes_t {
-    // SAFETY: per the function contract.
-    unsafe { jack_port_get_latency(port_) }
+    crate::ffi::guard(0, || {
+        // SAFETY: per the function contract.
+        unsafe { jack_port_get_latency(port_) }
+    })
 }
 
 /// # Safety
@@ -976,7 +978,7 @@ pub unsafe extern "C" fn jack_recompute_total_latency(
     _client: *mut c_void,
     _port: *mut c_void,
 ) -> c_int {
-    0
+    crate::ffi::guard(-1, || 0)
 }
 
 /// A compiled POSIX extended regular expression (jackd matches port names

@@ -235,7 +235,7 @@ pub unsafe extern "C" fn jack_release_timebase(client_: *mut c_void) -> c_int {
 /// `client` is not dereferenced.
 #[no_mangle]
 pub unsafe extern "C" fn jack_engine_takeover_timebase(_client: *mut c_void) -> c_int {
-    libc::ENOSYS
+    crate::ffi::guard(libc::ENOSYS, || libc::ENOSYS)
 }
 
 /// Deprecated: the old transport structure, filled from the current transport.
@@ -292,7 +292,9 @@ pub unsafe extern "C" fn jack_set_transport_info(
     _client: *mut c_void,
     _tinfo: *mut jack_transport_info_t,
 ) {
-    ffi::error(
-        "jack_set_transport_info: deprecated and without effect; use jack_set_timebase_callback",
-    );
+    crate::ffi::guard((), || {
+        ffi::error(
+            "jack_set_transport_info: deprecated and without effect; use jack_set_timebase_callback",
+        );
+    })
 }
