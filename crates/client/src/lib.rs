@@ -1325,8 +1325,9 @@ fn process_thread(
     // until deactivate() stops this thread: wait() now runs each cycle
     // silently (outputs silenced, downstream signalled) and returns None
     // only then (at once if the client is already being deactivated or the
-    // server stops).
-    if !ctx.quit.load(Ordering::Acquire) {
+    // server stops; a stopping server needs no deactivation request).
+    let running = ctx.inner.view.header().running.load(Ordering::Acquire) != 0;
+    if !ctx.quit.load(Ordering::Acquire) && running {
         ctx.request_quit();
     }
     while ctx.wait().is_some() {}
