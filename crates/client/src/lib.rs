@@ -35,13 +35,14 @@ use resound_protocol::shm::{self, client_state, port_flags, NodeStatus, Table, V
 use resound_protocol::sync::{futex, switch, Ordering};
 use resound_protocol::time::{monotonic_ns, thread_cpu_ns};
 pub use resound_protocol::transport::{Position, Transport};
+use resound_protocol::transport::{TransportCell, TransportReader, RT_TRIES};
 use resound_protocol::wire::{
     self, Envelope, ErrorCode, FrameError, Hello, HelloKind, Notification, PortInfo, Reply,
     Request, ServerMsg, Status, Welcome, WireError,
 };
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU32};
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -355,6 +356,8 @@ impl<F: FnMut(&Client, &Notification) + Send + 'static> NotificationHandler for 
 struct RtThread {
     quit: Arc<AtomicBool>,
     handle: JoinHandle<()>,
+    /// Activation generation (see `Inner::quit_requested`).
+    gen: u32,
 }
 
 struct Inner {
@@ -367,8 +370,18 @@ struct Inner {
     requests: Mutex<(u32, Receiver<(u32, Reply)>)>,
     handler: Mutex<Option<Box<dyn NotificationHandler>>>,
     rt: Mutex<Option<RtThread>>,
-    /// Set by the process thread when its callback asked to quit.
-    quit_requested: AtomicBool,
+    /// Generation of the latest activation (1, 2, ...).
+    activation_gen: AtomicU32,
+    /// Set by the process thread when its callback asked to quit (or its
+    /// body ended): the generation of that activation, 0 for none. The
+    /// dispatcher then deactivates that activation, and only that one.
+    quit_requested: AtomicU32,
+    /// Wakes the dispatcher: bumped (futex) after every notification the
+    /// reader queues and when the process thread asks to quit.
+    wake: Arc<AtomicU32>,
+    /// Last consistent transport read by [`Client::transport`] (any thread):
+    /// the fallback when the published cell cannot be read in bounded time.
+    transport_last: TransportCell,
     server_gone: AtomicBool,
     closed: AtomicBool,
     shutdown_seen: AtomicBool,
@@ -454,6 +467,7 @@ impl Client {
         let view = View::open(ctl, shared)?;
         let (rtx, rrx) = channel();
         let (ntx, nrx) = channel();
+        let wake = Arc::new(AtomicU32::new(0));
         let inner = Arc::new(Inner {
             name: actual,
             server,
@@ -464,7 +478,10 @@ impl Client {
             requests: Mutex::new((0, rrx)),
             handler: Mutex::new(None),
             rt: Mutex::new(None),
-            quit_requested: AtomicBool::new(false),
+            activation_gen: AtomicU32::new(0),
+            quit_requested: AtomicU32::new(0),
+            wake: wake.clone(),
+            transport_last: TransportCell::new(),
             server_gone: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             shutdown_seen: AtomicBool::new(false),
@@ -472,12 +489,13 @@ impl Client {
             rt_tid: AtomicU32::new(0),
         });
         let weak = Arc::downgrade(&inner);
+        let w = wake.clone();
         std::thread::Builder::new()
             .name("resound-reader".into())
-            .spawn(move || reader(stream, rtx, ntx))?;
+            .spawn(move || reader(stream, rtx, ntx, w))?;
         std::thread::Builder::new()
             .name("resound-notify".into())
-            .spawn(move || dispatcher(weak, nrx))?;
+            .spawn(move || dispatcher(weak, nrx, wake))?;
         Ok(Client {
             _owner: Some(Arc::new(OwnerGuard(inner.clone()))),
             inner,
@@ -758,9 +776,21 @@ impl Client {
         self.ok(Request::ResetMaxDelayed)
     }
 
-    /// The transport as published for the current cycle.
+    /// The transport as published for the current cycle. Real-time safe
+    /// and bounded: if the published cell cannot be read consistently in a
+    /// few dozen spins (the server was preempted or killed in the middle of
+    /// publishing it), the last value this client read is returned.
     pub fn transport(&self) -> Transport {
-        self.inner.view.header().transport.load()
+        let last = &self.inner.transport_last;
+        match self.inner.view.header().transport.try_load(RT_TRIES) {
+            Some(t) => {
+                // Several threads may read at once: a busy local cell just
+                // keeps its (equally recent) value.
+                last.put(&t, 4);
+                t
+            }
+            None => last.try_load(RT_TRIES).unwrap_or_default(),
+        }
     }
 
     fn transport_command(&self, cmd: u32) {
@@ -899,9 +929,16 @@ impl Client {
     }
 
     /// Starts the process thread and joins the activation graph.
+    ///
+    /// When the handler returns [`Control::Quit`] (or panics) it is not
+    /// called again, and the client is deactivated soon after (by the
+    /// notification thread). Until then its process thread keeps its place
+    /// in the graph: every cycle it silences the client's outputs and wakes
+    /// the clients downstream, so they run on time and hear silence.
     pub fn activate(&self, mut handler: impl ProcessHandler) -> Result<()> {
         self.activate_with(move |ctx: &mut RtContext| {
             handler.thread_init();
+            ctx.ready();
             while let Some(c) = ctx.wait() {
                 let ctl = assert_no_alloc::assert_no_alloc(|| {
                     let mut ps = ctx.scope(&c);
@@ -910,10 +947,8 @@ impl Client {
                     }))
                     .unwrap_or(Control::Quit)
                 });
+                // After Quit, wait() only returns at deactivation (None).
                 ctx.signal(ctl);
-                if ctl == Control::Quit {
-                    break;
-                }
             }
         })
     }
@@ -921,22 +956,31 @@ impl Client {
     /// Starts the process thread running `body` and joins the activation
     /// graph. `body` runs on the real-time thread; it drives the cycles itself
     /// with [`RtContext::wait`] and [`RtContext::signal`] (JACK's
-    /// jack_cycle_wait/jack_cycle_signal). Whatever it does before its first
-    /// `wait` runs before this call returns (thread initialisation); when it
-    /// returns, the thread ends.
+    /// jack_cycle_wait/jack_cycle_signal). This call returns once the body
+    /// has called [`RtContext::ready`] (or its first `wait`): what it does
+    /// before is thread initialisation (jackd's thread-init callback), and
+    /// it must not wait there for anything the caller does after this call.
+    ///
+    /// When `body` returns while the client is still active (it signalled
+    /// [`Control::Quit`], or just ended), the client is deactivated as after
+    /// a Quit, and until then the thread keeps running the client's cycles
+    /// silently (outputs silenced, downstream woken).
     pub fn activate_with(&self, body: impl FnOnce(&mut RtContext) + Send + 'static) -> Result<()> {
         let mut rt = self.inner.rt.lock().unwrap_or_else(|e| e.into_inner());
         if rt.is_some() {
             return Err(Error::State("client is already active"));
         }
-        self.inner.quit_requested.store(false, Ordering::Relaxed);
+        let gen = match self.inner.activation_gen.fetch_add(1, Ordering::AcqRel) {
+            u32::MAX => self.inner.activation_gen.fetch_add(1, Ordering::AcqRel) + 1,
+            g => g + 1,
+        };
         let quit = Arc::new(AtomicBool::new(false));
         let (ready_tx, ready_rx) = channel();
         let inner = self.inner.clone();
         let q = quit.clone();
         let handle = std::thread::Builder::new()
             .name(format!("resound-rt:{}", self.inner.name))
-            .spawn(move || process_thread(inner, body, q, ready_tx))?;
+            .spawn(move || process_thread(inner, body, q, ready_tx, gen))?;
         let tid = ready_rx
             .recv()
             .map_err(|_| Error::State("process thread failed to start"))?;
@@ -946,7 +990,7 @@ impl Client {
             let _ = handle.join();
             return Err(e);
         }
-        *rt = Some(RtThread { quit, handle });
+        *rt = Some(RtThread { quit, handle, gen });
         Ok(())
     }
 
@@ -958,13 +1002,19 @@ impl Client {
 
     /// Leaves the activation graph and stops the process thread.
     pub fn deactivate(&self) -> Result<()> {
-        let Some(rt) = self
-            .inner
-            .rt
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        else {
+        self.deactivate_gen(None)
+    }
+
+    /// Deactivates; with `Some(gen)`, only if the running activation is that one.
+    fn deactivate_gen(&self, only: Option<u32>) -> Result<()> {
+        let rt = {
+            let mut g = self.inner.rt.lock().unwrap_or_else(|e| e.into_inner());
+            match (g.as_ref(), only) {
+                (Some(r), Some(gen)) if r.gen != gen => None,
+                _ => g.take(),
+            }
+        };
+        let Some(rt) = rt else {
             return Err(Error::State("client is not active"));
         };
         let r = if self.server_gone() {
@@ -1117,11 +1167,13 @@ fn request(
     }
 }
 
-/// Reads the socket: replies go to the requester, notifications to the dispatcher.
+/// Reads the socket: replies go to the requester, notifications to the
+/// dispatcher (woken through `wake`).
 fn reader(
     mut stream: UnixStream,
     replies: Sender<(u32, Reply)>,
     notes: Sender<Option<Notification>>,
+    wake: Arc<AtomicU32>,
 ) {
     while let Ok(payload) = wire::read_frame(&mut stream, limits::MAX_REPLY_BYTES) {
         match wire::decode::<ServerMsg>(&payload) {
@@ -1130,26 +1182,64 @@ fn reader(
             }
             Ok(ServerMsg::Notify(n)) => {
                 let _ = notes.send(Some(n));
+                futex::bump_and_wake(&wake);
             }
             Err(_) => break,
         }
     }
     // None: the connection is gone.
     let _ = notes.send(None);
+    futex::bump_and_wake(&wake);
 }
 
-/// Runs notification callbacks; also turns a process callback's Quit into a deactivation.
-fn dispatcher(inner: std::sync::Weak<Inner>, notes: Receiver<Option<Notification>>) {
+/// How long the dispatcher sleeps at most when nothing wakes it.
+const DISPATCH_POLL_NS: u64 = 50_000_000;
+
+/// Runs notification callbacks; also turns a process callback's Quit into a
+/// deactivation. Sleeps on the futex word `wake`, which the reader bumps for
+/// every notification and the process thread when it asks to quit, so a
+/// Quit is acted on at once unless a callback is still running (meanwhile
+/// the process thread keeps the stream intact, see [`RtContext::wait`]).
+fn dispatcher(
+    weak: std::sync::Weak<Inner>,
+    notes: Receiver<Option<Notification>>,
+    wake: Arc<AtomicU32>,
+) {
     loop {
-        let msg = notes.recv_timeout(Duration::from_millis(50));
-        let Some(inner) = inner.upgrade() else { return };
+        // Read the word before checking for work: a bump after this read
+        // ends the sleep below at once, so no wake-up is lost.
+        let seen = wake.load(Ordering::Acquire);
+        {
+            let Some(inner) = weak.upgrade() else { return };
+            let gen = inner.quit_requested.swap(0, Ordering::AcqRel);
+            if gen != 0 {
+                let client = Client {
+                    inner: inner.clone(),
+                    _owner: None,
+                };
+                // Only the activation that asked (not a newer one); an
+                // application's own jack_deactivate may have come first.
+                let _ = client.deactivate_gen(Some(gen));
+            }
+        }
+        let msg = match notes.try_recv() {
+            Ok(m) => Ok(m),
+            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => {
+                let deadline = monotonic_ns() + DISPATCH_POLL_NS;
+                futex::wait_changed(&wake, seen, Some(deadline));
+                match notes.try_recv() {
+                    Ok(m) => Ok(m),
+                    Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
+                    Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
+                }
+            }
+        };
+        let Some(inner) = weak.upgrade() else { return };
         let client = Client {
             inner: inner.clone(),
             _owner: None,
         };
-        if inner.quit_requested.swap(false, Ordering::AcqRel) && client.is_active() {
-            let _ = client.deactivate();
-        }
         let n = match msg {
             Ok(Some(n)) => n,
             Ok(None) | Err(RecvTimeoutError::Disconnected) => {
@@ -1186,6 +1276,7 @@ fn process_thread(
     body: impl FnOnce(&mut RtContext),
     quit: Arc<AtomicBool>,
     ready: Sender<i32>,
+    gen: u32,
 ) {
     let prio = inner.view.header().client_priority;
     let sched = if prio > 0 {
@@ -1216,6 +1307,9 @@ fn process_thread(
         synced: false,
         tb_gen: None,
         tb_locate: 0,
+        gen,
+        quitting: false,
+        transport: TransportReader::default(),
     };
     body(&mut ctx);
     // A body that never waited still lets activate() return.
@@ -1223,8 +1317,49 @@ fn process_thread(
     if let Some(c) = ctx.current.take() {
         ctx.finish(c, Control::Quit);
     }
+    // The body ended (it signalled Quit, or just returned) while the client
+    // may still be active: the server keeps arming it until the deactivation
+    // is published, and its downstream clients wait for its signal. So, as
+    // jackd's client deactivates from its real-time thread before it ends,
+    // ask for the deactivation and keep the client's place in the graph
+    // until deactivate() stops this thread: wait() now runs each cycle
+    // silently (outputs silenced, downstream signalled) and returns None
+    // only then (at once if the client is already being deactivated or the
+    // server stops; a stopping server needs no deactivation request).
+    let running = ctx.inner.view.header().running.load(Ordering::Acquire) != 0;
+    if !ctx.quit.load(Ordering::Acquire) && running {
+        ctx.request_quit();
+    }
+    while ctx.wait().is_some() {}
     // Leave any reservation the server gave this thread, ourselves, while running.
     let _ = resound_protocol::rt::set_other();
+}
+
+/// Silences every output port of client `slot` for a cycle of `frames`
+/// frames: audio zeroed, MIDI emptied. For cycles a client's process code
+/// skips. Real-time safe (no allocation, lock or syscall).
+pub fn silence_outputs(view: &View, table: &Table<'_>, slot: u32, frames: usize) {
+    let frames = frames.min(view.layout().caps.max_frames as usize);
+    for id in 0..table.port_hw() {
+        let Some((1, owner, flags, ty)) = table.port_info(id) else {
+            continue;
+        };
+        if owner != slot || flags & port_flags::IS_OUTPUT == 0 {
+            continue;
+        }
+        if let Some(b) = view.port_buffer(id) {
+            // SAFETY: an output port of `slot`, the caller's own: its buffer
+            // holds max_frames f32 (≥ frames) and at least a MIDI buffer, and
+            // only its owner writes it.
+            unsafe {
+                if ty == shm::port_type::MIDI {
+                    resound_protocol::midi::init(b as *mut u8, frames as u32);
+                } else {
+                    std::slice::from_raw_parts_mut(b, frames).fill(0.0);
+                }
+            }
+        }
+    }
 }
 
 /// One cycle as the process thread sees it (see [`RtContext::wait`]).
@@ -1259,6 +1394,13 @@ pub struct RtContext {
     /// Timebase generation and relocation generation the master last saw.
     tb_gen: Option<u32>,
     tb_locate: u64,
+    /// This activation's generation (see `Inner::quit_requested`).
+    gen: u32,
+    /// Quit was signalled: the application is not called again; cycles run
+    /// silently until the deactivation.
+    quitting: bool,
+    /// The transport as this thread last read it (bounded reads).
+    transport: TransportReader,
 }
 
 impl RtContext {
@@ -1266,6 +1408,27 @@ impl RtContext {
         if let Some((tx, tid)) = self.ready.take() {
             let _ = tx.send(tid);
         }
+    }
+
+    /// Thread initialisation is done: lets [`Client::activate_with`] return
+    /// (as jackd's activation waits only for its thread to start and run
+    /// the thread-init callback). Called at the latest by the first
+    /// [`RtContext::wait`]. Call it before running application code that
+    /// may wait for what the activating thread does next, or call client
+    /// methods. Like the rest of the thread initialisation it is not
+    /// real-time safe (a channel send, once).
+    pub fn ready(&mut self) {
+        self.send_ready();
+    }
+
+    /// Asks for deactivation (once): the application is not called again.
+    fn request_quit(&mut self) {
+        if self.quitting {
+            return;
+        }
+        self.quitting = true;
+        self.inner.quit_requested.store(self.gen, Ordering::Release);
+        futex::bump_and_wake(&self.inner.wake);
     }
 
     /// The shared-memory view.
@@ -1286,21 +1449,49 @@ impl RtContext {
     /// Sleeps until this client's next cycle and returns it; None when the
     /// client is being deactivated or the server stops (the body should then
     /// return). A cycle still open is signalled first.
+    ///
+    /// After [`Control::Quit`] was signalled it returns only None: until the
+    /// deactivation it runs every cycle itself, without the application,
+    /// silencing the client's outputs and signalling downstream, so the
+    /// clients after it are neither late nor fed stale buffers.
     pub fn wait(&mut self) -> Option<CycleInfo> {
         if let Some(c) = self.current.take() {
             self.finish(c, Control::Continue);
         }
         self.send_ready();
+        loop {
+            let c = self.next_cycle()?;
+            if !self.quitting {
+                self.current = Some(c);
+                return Some(c);
+            }
+            let view = &self.inner.view;
+            assert_no_alloc::assert_no_alloc(|| {
+                silence_outputs(view, &view.table(c.table), self.inner.slot, c.frames);
+            });
+            self.finish(c, Control::Continue);
+        }
+    }
+
+    /// Sleeps until this client is triggered for a cycle; None when it must stop.
+    fn next_cycle(&mut self) -> Option<CycleInfo> {
         let inner = self.inner.clone();
         let view = &inner.view;
         let h = view.header();
         let rec = view.record(inner.slot)?;
         let max_frames = view.layout().caps.max_frames as usize;
+        let stop =
+            |q: &AtomicBool| q.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0;
         loop {
+            // Checked before sleeping too: a stop whose wake-up an earlier
+            // wait consumed must not leave this thread asleep for good.
+            if stop(&self.quit) {
+                return None;
+            }
             if let futex::Wait::Changed(v) = futex::wait_changed(&rec.trigger, self.seen, None) {
                 self.seen = v;
             }
-            if self.quit.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0 {
+            if stop(&self.quit) {
                 return None;
             }
             let c = assert_no_alloc::assert_no_alloc(|| {
@@ -1336,7 +1527,6 @@ impl RtContext {
             });
             if let Some((c, cpu0)) = c {
                 self.cpu0 = cpu0;
-                self.current = Some(c);
                 return Some(c);
             }
         }
@@ -1345,7 +1535,8 @@ impl RtContext {
     /// Ends the current cycle: stamps it finished and wakes the downstream
     /// clients. `Control::Quit` also asks for deactivation (as a non-zero
     /// return from a JACK process callback); the next [`RtContext::wait`]
-    /// then returns None.
+    /// then returns None once the client is deactivated, running the cycles
+    /// until then silently.
     pub fn signal(&mut self, ctl: Control) {
         if let Some(c) = self.current.take() {
             self.finish(c, ctl);
@@ -1368,8 +1559,7 @@ impl RtContext {
                 .store(thread_cpu_ns().saturating_sub(self.cpu0), Ordering::Relaxed);
         });
         if ctl == Control::Quit {
-            inner.quit_requested.store(true, Ordering::Release);
-            self.quit.store(true, Ordering::Release);
+            self.request_quit();
         }
     }
 
@@ -1390,8 +1580,8 @@ impl RtContext {
     /// client still has to report ready for it (JACK calls the sync callback
     /// once after activation, then after every relocation and whenever the
     /// transport enters Starting, until it returns true).
-    pub fn sync_due(&self) -> Option<Transport> {
-        let t = self.inner.view.header().transport.load();
+    pub fn sync_due(&mut self) -> Option<Transport> {
+        let t = self.transport.read(&self.inner.view.header().transport);
         let mb = self.inner.view.mailbox(self.inner.slot)?;
         if !self.synced || mb.sync_ready.load(Ordering::Acquire) != t.sync_gen {
             Some(t)
@@ -1420,7 +1610,7 @@ impl RtContext {
             return None;
         }
         let c = self.current?;
-        let t = h.transport.load();
+        let t = self.transport.read(&h.transport);
         let gen = h.timebase_gen.load(Ordering::Acquire);
         let new_pos = self.tb_gen != Some(gen) || self.tb_locate != t.locate_gen;
         self.tb_gen = Some(gen);
@@ -1674,9 +1864,10 @@ impl ControlSession {
         let (rtx, rrx) = channel();
         let (ntx, _nrx) = channel();
         let gone = Arc::new(AtomicBool::new(false));
+        let wake = Arc::new(AtomicU32::new(0));
         std::thread::Builder::new()
             .name("resound-ctl-reader".into())
-            .spawn(move || reader(rd, rtx, ntx))?;
+            .spawn(move || reader(rd, rtx, ntx, wake))?;
         Ok((
             ControlSession {
                 stream,

@@ -293,12 +293,14 @@ unsafe fn open(
 /// `name` is NULL or a C string.
 #[no_mangle]
 pub unsafe extern "C" fn jack_client_new(name: *const c_char) -> *mut c_void {
-    let mut opts = ffi::options::USE_EXACT_NAME;
-    if std::env::var_os("JACK_START_SERVER").is_none() {
-        opts |= ffi::options::NO_START_SERVER;
-    }
-    // SAFETY: per the function contract.
-    unsafe { lj_client_open(name, opts, std::ptr::null_mut(), std::ptr::null()) }
+    crate::ffi::guard(std::ptr::null_mut(), || {
+        let mut opts = ffi::options::USE_EXACT_NAME;
+        if std::env::var_os("JACK_START_SERVER").is_none() {
+            opts |= ffi::options::NO_START_SERVER;
+        }
+        // SAFETY: per the function contract.
+        unsafe { lj_client_open(name, opts, std::ptr::null_mut(), std::ptr::null()) }
+    })
 }
 
 /// # Safety
@@ -636,6 +638,12 @@ fn process_body(lc: &LjClient, cbs: Callbacks, ctx: &mut RtContext) {
         if let Some(f) = cbs.thread_init.f {
             f(cbs.thread_init.arg);
         }
+        // jackd's activation waits for the thread to start and run thread
+        // init, not for its first cycle: a jack_set_process_thread function
+        // may wait for something the application does once jack_activate
+        // has returned, or call the library, before its first
+        // jack_cycle_wait.
+        ctx.ready();
         if let Some(f) = cbs.thread.f {
             lj_run_thread(f, cbs.thread.arg);
         } else {
@@ -644,10 +652,9 @@ fn process_body(lc: &LjClient, cbs: Callbacks, ctx: &mut RtContext) {
                     Some(f) => f(n, cbs.process.arg),
                     None => 0,
                 };
+                // Non-zero: the callback is never called again; the next
+                // wait runs the cycles silently until the deactivation.
                 lc.end_cycle(ctx, rc);
-                if rc != 0 {
-                    break;
-                }
             }
         }
     }
@@ -705,11 +712,11 @@ pub unsafe extern "C" fn jack_deactivate(client: *mut c_void) -> c_int {
             ffi::error("jack_deactivate: cannot be called from the client's own process thread");
             return -1;
         }
-        if !lc.active() {
-            return 0;
-        }
         match lc.client.deactivate() {
             Ok(()) => 0,
+            // Not active (any more): the notification thread may have just
+            // deactivated it after its process callback returned non-zero.
+            Err(Error::State(_)) => 0,
             Err(e) if lc.zombie.load(Ordering::Acquire) || lc.client.server_gone() => {
                 let _ = e;
                 0
@@ -997,7 +1004,7 @@ pub unsafe extern "C" fn jack_get_client_name(client: *mut c_void) -> *mut c_cha
 
 #[no_mangle]
 pub extern "C" fn jack_client_name_size() -> c_int {
-    resound_protocol::limits::CLIENT_NAME_MAX as c_int + 1
+    crate::ffi::guard(0, || resound_protocol::limits::CLIENT_NAME_MAX as c_int + 1)
 }
 
 /// # Safety
@@ -1158,8 +1165,10 @@ pub unsafe extern "C" fn jack_client_real_time_priority(client: *mut c_void) -> 
 /// `client` is NULL or an open client.
 #[no_mangle]
 pub unsafe extern "C" fn jack_client_max_real_time_priority(client: *mut c_void) -> c_int {
-    // SAFETY: per the function contract.
-    unsafe { jack_client_real_time_priority(client) }
+    crate::ffi::guard(-1, || {
+        // SAFETY: per the function contract.
+        unsafe { jack_client_real_time_priority(client) }
+    })
 }
 
 extern "C" {

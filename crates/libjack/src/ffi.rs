@@ -382,6 +382,8 @@ pub fn position_to_c(p: &resound_client::Position, unique: u64) -> jack_position
 /// `ptr` is NULL or was returned by this library for the caller to free.
 #[no_mangle]
 pub unsafe extern "C" fn jack_free(ptr: *mut c_void) {
-    // SAFETY: per the function contract, `ptr` came from malloc or is NULL.
-    unsafe { libc::free(ptr) }
+    crate::ffi::guard((), || {
+        // SAFETY: per the function contract, `ptr` came from malloc or is NULL.
+        unsafe { libc::free(ptr) }
+    })
 }

@@ -202,27 +202,29 @@ pub unsafe extern "C" fn jack_get_all_properties(descs: *mut *mut jack_descripti
 /// `desc` NULL or a description filled by this library.
 #[no_mangle]
 pub unsafe extern "C" fn jack_free_description(desc: *mut jack_description_t, free_itself: c_int) {
-    if desc.is_null() {
-        return;
-    }
-    // SAFETY: per the function contract: every pointer came from malloc here.
-    unsafe {
-        let d = &mut *desc;
-        if !d.properties.is_null() {
-            for i in 0..d.property_cnt as usize {
-                let p = &*d.properties.add(i);
-                libc::free(p.key as *mut c_void);
-                libc::free(p.data as *mut c_void);
-                libc::free(p.type_ as *mut c_void);
+    crate::ffi::guard((), || {
+        if desc.is_null() {
+            return;
+        }
+        // SAFETY: per the function contract: every pointer came from malloc here.
+        unsafe {
+            let d = &mut *desc;
+            if !d.properties.is_null() {
+                for i in 0..d.property_cnt as usize {
+                    let p = &*d.properties.add(i);
+                    libc::free(p.key as *mut c_void);
+                    libc::free(p.data as *mut c_void);
+                    libc::free(p.type_ as *mut c_void);
+                }
+                libc::free(d.properties as *mut c_void);
+                d.properties = std::ptr::null_mut();
+                d.property_cnt = 0;
             }
-            libc::free(d.properties as *mut c_void);
-            d.properties = std::ptr::null_mut();
-            d.property_cnt = 0;
+            if free_itself != 0 {
+                libc::free(desc as *mut c_void);
+            }
         }
-        if free_itself != 0 {
-            libc::free(desc as *mut c_void);
-        }
-    }
+    })
 }
 
 /// # Safety
@@ -299,46 +301,52 @@ static GENERATED: AtomicU32 = AtomicU32::new(0);
 
 #[no_mangle]
 pub extern "C" fn jack_client_uuid_generate() -> jack_uuid_t {
-    CLIENT_TYPE | (GENERATED.fetch_add(1, Ordering::Relaxed).wrapping_add(1)) as u64
+    crate::ffi::guard(0, || {
+        CLIENT_TYPE | (GENERATED.fetch_add(1, Ordering::Relaxed).wrapping_add(1)) as u64
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn jack_port_uuid_generate(port_id: u32) -> jack_uuid_t {
-    PORT_TYPE | port_id.wrapping_add(1) as u64
+    crate::ffi::guard(0, || PORT_TYPE | port_id.wrapping_add(1) as u64)
 }
 
 #[no_mangle]
 pub extern "C" fn jack_uuid_to_index(u: jack_uuid_t) -> u32 {
-    ((u & 0xffff) as u32).wrapping_sub(1)
+    crate::ffi::guard(0, || ((u & 0xffff) as u32).wrapping_sub(1))
 }
 
 #[no_mangle]
 pub extern "C" fn jack_uuid_compare(a: jack_uuid_t, b: jack_uuid_t) -> c_int {
-    match a.cmp(&b) {
+    crate::ffi::guard(0, || match a.cmp(&b) {
         std::cmp::Ordering::Less => -1,
         std::cmp::Ordering::Equal => 0,
         std::cmp::Ordering::Greater => 1,
-    }
+    })
 }
 
 /// # Safety
 /// `dst` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn jack_uuid_copy(dst: *mut jack_uuid_t, src: jack_uuid_t) {
-    if !dst.is_null() {
-        // SAFETY: per the function contract.
-        unsafe { *dst = src };
-    }
+    crate::ffi::guard((), || {
+        if !dst.is_null() {
+            // SAFETY: per the function contract.
+            unsafe { *dst = src };
+        }
+    })
 }
 
 /// # Safety
 /// `u` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn jack_uuid_clear(u: *mut jack_uuid_t) {
-    if !u.is_null() {
-        // SAFETY: per the function contract.
-        unsafe { *u = 0 };
-    }
+    crate::ffi::guard((), || {
+        if !u.is_null() {
+            // SAFETY: per the function contract.
+            unsafe { *u = 0 };
+        }
+    })
 }
 
 /// Parses a decimal UUID; 0 on success, -1 when malformed or without type bits.
@@ -347,19 +355,21 @@ pub unsafe extern "C" fn jack_uuid_clear(u: *mut jack_uuid_t) {
 /// `buf` NULL or a C string; `u` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn jack_uuid_parse(buf: *const c_char, u: *mut jack_uuid_t) -> c_int {
-    if buf.is_null() || u.is_null() {
-        return -1;
-    }
-    // SAFETY: per the function contract.
-    let s = unsafe { CStr::from_ptr(buf) }.to_string_lossy();
-    match parse_uuid(&s) {
-        Some(v) => {
-            // SAFETY: per the function contract.
-            unsafe { *u = v };
-            0
+    crate::ffi::guard(-1, || {
+        if buf.is_null() || u.is_null() {
+            return -1;
         }
-        None => -1,
-    }
+        // SAFETY: per the function contract.
+        let s = unsafe { CStr::from_ptr(buf) }.to_string_lossy();
+        match parse_uuid(&s) {
+            Some(v) => {
+                // SAFETY: per the function contract.
+                unsafe { *u = v };
+                0
+            }
+            None => -1,
+        }
+    })
 }
 
 /// A decimal UUID with type bits, as jack_uuid_parse accepts it.
@@ -377,13 +387,15 @@ pub fn parse_uuid(s: &str) -> Option<u64> {
 /// `buf` NULL or 37 writable bytes (JACK_UUID_STRING_SIZE).
 #[no_mangle]
 pub unsafe extern "C" fn jack_uuid_unparse(u: jack_uuid_t, buf: *mut c_char) {
-    // SAFETY: per the function contract.
-    unsafe { ffi::copy_to(buf, 37, &u.to_string()) }
+    crate::ffi::guard((), || {
+        // SAFETY: per the function contract.
+        unsafe { ffi::copy_to(buf, 37, &u.to_string()) }
+    })
 }
 
 #[no_mangle]
 pub extern "C" fn jack_uuid_empty(u: jack_uuid_t) -> c_int {
-    (u == 0) as c_int
+    crate::ffi::guard(0, || (u == 0) as c_int)
 }
 
 /// # Safety

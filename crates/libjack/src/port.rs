@@ -167,7 +167,21 @@ pub unsafe extern "C" fn jack_port_unregister(client_: *mut c_void, port_: *mut 
             }
         }
         match lc.client.unregister_port_id(p.id) {
-            Ok(()) => 0,
+            Ok(()) => {
+                // Handles are interned per id and outlive the port: a tie
+                // must not survive it (the id may be reused, even by another
+                // client, whose buffer a tied output would then hand out).
+                p.tied.store(NOT_TIED, Ordering::Relaxed);
+                for q in lc.ports.lock().unwrap_or_else(|e| e.into_inner()).values() {
+                    let _ = q.tied.compare_exchange(
+                        p.id,
+                        NOT_TIED,
+                        Ordering::Relaxed,
+                        Ordering::Relaxed,
+                    );
+                }
+                0
+            }
             Err(e) => report("jack_port_unregister", &e),
         }
     })
@@ -177,27 +191,7 @@ pub unsafe extern "C" fn jack_port_unregister(client_: *mut c_void, port_: *mut 
 /// Real-time safe.
 pub fn silence_outputs(lc: &LjClient, table: usize, frames: usize) {
     let view = lc.client.view();
-    let t = view.table(table);
-    let me = lc.client.slot();
-    let frames = frames.min(view.layout().caps.max_frames as usize);
-    for id in 0..t.port_hw() {
-        let Some((1, owner, flags, ty)) = t.port_info(id) else {
-            continue;
-        };
-        if owner != me || flags & port_flags::IS_OUTPUT == 0 {
-            continue;
-        }
-        if let Some(b) = view.port_buffer(id) {
-            // SAFETY: our own output's buffer (≥ max_frames f32 and ≥ a MIDI buffer).
-            unsafe {
-                if ty == port_type::MIDI {
-                    midi::init(b as *mut u8, frames as u32);
-                } else {
-                    std::slice::from_raw_parts_mut(b, frames).fill(0.0);
-                }
-            }
-        }
-    }
+    resound_client::silence_outputs(view, &view.table(table), lc.client.slot(), frames);
 }
 
 /// The buffer of port `id` (tied to `tied`) for a cycle of `nframes` (see the module docs).
@@ -237,7 +231,13 @@ fn buffer(lc: &LjClient, id: u32, tied: u32, nframes: u32) -> *mut c_void {
         return b as *mut c_void;
     }
     if tied != NOT_TIED && tied != id {
-        return buffer(lc, tied, NOT_TIED, nframes);
+        // Only a tie to an input this client still owns: never hand out
+        // another client's buffer for the application to write into.
+        if let Some((1, towner, tflags, _)) = t.port_info(tied) {
+            if towner == me && tflags & port_flags::IS_INPUT != 0 {
+                return buffer(lc, tied, NOT_TIED, nframes);
+            }
+        }
     }
     if midi_port {
         // SAFETY: our own output's buffer (≥ MIDI_BUFFER_BYTES).
@@ -799,12 +799,12 @@ pub unsafe extern "C" fn jack_port_disconnect(client_: *mut c_void, port_: *mut 
 
 #[no_mangle]
 pub extern "C" fn jack_port_name_size() -> c_int {
-    PORT_NAME_MAX as c_int + 1
+    crate::ffi::guard(0, || PORT_NAME_MAX as c_int + 1)
 }
 
 #[no_mangle]
 pub extern "C" fn jack_port_type_size() -> c_int {
-    PORT_TYPE_MAX as c_int + 1
+    crate::ffi::guard(0, || PORT_TYPE_MAX as c_int + 1)
 }
 
 /// # Safety
@@ -947,8 +947,10 @@ pub unsafe extern "C" fn jack_port_get_total_latency(
     _client: *mut c_void,
     port_: *mut c_void,
 ) -> jack_nframes_t {
-    // SAFETY: per the function contract.
-    unsafe { jack_port_get_latency(port_) }
+    crate::ffi::guard(0, || {
+        // SAFETY: per the function contract.
+        unsafe { jack_port_get_latency(port_) }
+    })
 }
 
 /// # Safety
@@ -976,7 +978,7 @@ pub unsafe extern "C" fn jack_recompute_total_latency(
     _client: *mut c_void,
     _port: *mut c_void,
 ) -> c_int {
-    0
+    crate::ffi::guard(-1, || 0)
 }
 
 /// A compiled POSIX extended regular expression (jackd matches port names

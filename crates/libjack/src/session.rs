@@ -12,10 +12,12 @@ pub unsafe extern "C" fn jack_set_session_callback(
     _cb: Option<JackSessionCallback>,
     _arg: *mut c_void,
 ) -> c_int {
-    ffi::error(
-        "jack_set_session_callback: the (deprecated) session API is not supported by resound",
-    );
-    -1
+    crate::ffi::guard(-1, || {
+        ffi::error(
+            "jack_set_session_callback: the (deprecated) session API is not supported by resound",
+        );
+        -1
+    })
 }
 
 /// # Safety
@@ -25,24 +27,28 @@ pub unsafe extern "C" fn jack_session_reply(
     _client: *mut c_void,
     _event: *mut jack_session_event_t,
 ) -> c_int {
-    ffi::error("jack_session_reply: the (deprecated) session API is not supported by resound");
-    -1
+    crate::ffi::guard(-1, || {
+        ffi::error("jack_session_reply: the (deprecated) session API is not supported by resound");
+        -1
+    })
 }
 
 /// # Safety
 /// `event` NULL or an event whose strings were malloc'ed.
 #[no_mangle]
 pub unsafe extern "C" fn jack_session_event_free(event: *mut jack_session_event_t) {
-    if event.is_null() {
-        return;
-    }
-    // SAFETY: per the function contract.
-    unsafe {
-        libc::free((*event).session_dir as *mut c_void);
-        libc::free((*event).client_uuid as *mut c_void);
-        libc::free((*event).command_line as *mut c_void);
-        libc::free(event as *mut c_void);
-    }
+    crate::ffi::guard((), || {
+        if event.is_null() {
+            return;
+        }
+        // SAFETY: per the function contract.
+        unsafe {
+            libc::free((*event).session_dir as *mut c_void);
+            libc::free((*event).client_uuid as *mut c_void);
+            libc::free((*event).command_line as *mut c_void);
+            libc::free(event as *mut c_void);
+        }
+    })
 }
 
 /// # Safety
@@ -54,29 +60,33 @@ pub unsafe extern "C" fn jack_session_notify(
     _type: c_int,
     _path: *const c_char,
 ) -> *mut jack_session_command_t {
-    ffi::error("jack_session_notify: the (deprecated) session API is not supported by resound");
-    std::ptr::null_mut()
+    crate::ffi::guard(std::ptr::null_mut(), || {
+        ffi::error("jack_session_notify: the (deprecated) session API is not supported by resound");
+        std::ptr::null_mut()
+    })
 }
 
 /// # Safety
 /// `cmds` NULL or an array terminated by an entry with a NULL uuid, all malloc'ed.
 #[no_mangle]
 pub unsafe extern "C" fn jack_session_commands_free(cmds: *mut jack_session_command_t) {
-    if cmds.is_null() {
-        return;
-    }
-    // SAFETY: per the function contract.
-    unsafe {
-        let mut i = 0;
-        while !(*cmds.add(i)).uuid.is_null() {
-            let c = &*cmds.add(i);
-            libc::free(c.uuid as *mut c_void);
-            libc::free(c.client_name as *mut c_void);
-            libc::free(c.command as *mut c_void);
-            i += 1;
+    crate::ffi::guard((), || {
+        if cmds.is_null() {
+            return;
         }
-        libc::free(cmds as *mut c_void);
-    }
+        // SAFETY: per the function contract.
+        unsafe {
+            let mut i = 0;
+            while !(*cmds.add(i)).uuid.is_null() {
+                let c = &*cmds.add(i);
+                libc::free(c.uuid as *mut c_void);
+                libc::free(c.client_name as *mut c_void);
+                libc::free(c.command as *mut c_void);
+                i += 1;
+            }
+            libc::free(cmds as *mut c_void);
+        }
+    })
 }
 
 /// # Safety
@@ -87,10 +97,12 @@ pub unsafe extern "C" fn jack_reserve_client_name(
     _name: *const c_char,
     _uuid: *const c_char,
 ) -> c_int {
-    ffi::error(
-        "jack_reserve_client_name: the (deprecated) session API is not supported by resound",
-    );
-    -1
+    crate::ffi::guard(-1, || {
+        ffi::error(
+            "jack_reserve_client_name: the (deprecated) session API is not supported by resound",
+        );
+        -1
+    })
 }
 
 /// No client has a session callback here.
@@ -102,5 +114,5 @@ pub unsafe extern "C" fn jack_client_has_session_callback(
     _client: *mut c_void,
     _name: *const c_char,
 ) -> c_int {
-    0
+    crate::ffi::guard(0, || 0)
 }

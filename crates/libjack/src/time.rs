@@ -143,5 +143,5 @@ pub unsafe extern "C" fn jack_time_to_frames(
 /// CLOCK_MONOTONIC in microseconds (the clock of every JACK time here).
 #[no_mangle]
 pub extern "C" fn jack_get_time() -> jack_time_t {
-    monotonic_ns() / 1000
+    crate::ffi::guard(0, || monotonic_ns() / 1000)
 }

@@ -88,12 +88,12 @@ pub unsafe extern "C" fn jack_transport_locate(
         let Some(lc) = (unsafe { client(client_, "jack_transport_locate") }) else {
             return -1;
         };
+        // Real-time safe (it may be called from the process callback): a
+        // busy request cell gives the code, without a message (a message
+        // would allocate and call into the application's error callback).
         match lc.client.transport_locate(frame) {
             Ok(()) => 0,
-            Err(e) => {
-                ffi::error(&format!("jack_transport_locate: {e}"));
-                -1
-            }
+            Err(_) => -1,
         }
     })
 }
@@ -119,12 +119,10 @@ pub unsafe extern "C" fn jack_transport_reposition(
         if p.valid & !valid::REQUESTABLE != 0 {
             return libc::EINVAL;
         }
+        // As jack_transport_locate: the code, without a message.
         match lc.client.transport_reposition(&ffi::position_from_c(&p)) {
             Ok(()) => 0,
-            Err(e) => {
-                ffi::error(&format!("jack_transport_reposition: {e}"));
-                libc::EINVAL
-            }
+            Err(_) => libc::EINVAL,
         }
     })
 }
@@ -237,7 +235,7 @@ pub unsafe extern "C" fn jack_release_timebase(client_: *mut c_void) -> c_int {
 /// `client` is not dereferenced.
 #[no_mangle]
 pub unsafe extern "C" fn jack_engine_takeover_timebase(_client: *mut c_void) -> c_int {
-    libc::ENOSYS
+    crate::ffi::guard(libc::ENOSYS, || libc::ENOSYS)
 }
 
 /// Deprecated: the old transport structure, filled from the current transport.
@@ -294,7 +292,9 @@ pub unsafe extern "C" fn jack_set_transport_info(
     _client: *mut c_void,
     _tinfo: *mut jack_transport_info_t,
 ) {
-    ffi::error(
-        "jack_set_transport_info: deprecated and without effect; use jack_set_timebase_callback",
-    );
+    crate::ffi::guard((), || {
+        ffi::error(
+            "jack_set_transport_info: deprecated and without effect; use jack_set_timebase_callback",
+        );
+    })
 }

@@ -294,17 +294,23 @@ pub unsafe fn reserve(buf: *mut u8, time: u32, size: usize) -> Result<*mut u8, W
 /// Writes an event (JACK's `jack_midi_event_write`).
 ///
 /// # Safety
-/// As [`init`]; `data` points to `size` readable bytes.
+/// As [`init`]; `data` points to `size` readable bytes (it may be NULL
+/// when `size` is 0: it is then not used).
 pub unsafe fn write(
     buf: *mut u8,
     time: u32,
     data: *const u8,
     size: usize,
 ) -> Result<(), WriteError> {
-    // SAFETY: per the function contract; `reserve` returned room for `size` bytes.
+    // SAFETY: per the function contract; `reserve` returned room for `size`
+    // bytes. No copy for an empty event: Rust allows zero-sized copies from
+    // NULL only since late 2024 (rust-lang/rust#117329); before (our minimum
+    // is 1.80) copy_nonoverlapping(NULL, _, 0) is undefined behaviour.
     unsafe {
         let dst = reserve(buf, time, size)?;
-        std::ptr::copy_nonoverlapping(data, dst, size);
+        if size > 0 {
+            std::ptr::copy_nonoverlapping(data, dst, size);
+        }
         Ok(())
     }
 }
@@ -312,42 +318,150 @@ pub unsafe fn write(
 /// Merges the events of `sources` (in time order; events at equal times keep
 /// the order of the sources) into `out`, initialised for `nframes`. Sources
 /// that are not initialised contribute nothing; events at or after
-/// `nframes` and malformed events are skipped; what does not fit is counted
-/// as lost.
+/// `nframes`, events earlier than the previous event of the same source
+/// (JACK requires each buffer in time order; a source that breaks the rule
+/// loses those events) and malformed events are skipped; what does not fit
+/// is counted as lost.
+///
+/// Work is O(n log k) for n events from k sources and needs no allocation:
+/// each source is appended as one sorted run, then adjacent runs are merged
+/// pairwise, back and forth between `out` and a scratch array on the stack
+/// (16 KiB), until one run is left.
 ///
 /// # Safety
 /// `out` as in [`init`], each source as in [`is_valid`]; `out` is none of the sources.
 pub unsafe fn merge(out: *mut u8, nframes: u32, sources: impl Iterator<Item = *const u8>) {
     // SAFETY: per the function contract.
     unsafe {
+        merge_counted(out, nframes, sources);
+    }
+}
+
+/// A record as stored: time, size, inline data or data offset.
+type Record = [u32; 3];
+
+/// Bound on merge passes: 2^11 > MAX_EVENTS runs. Only a buffer rewritten
+/// by someone else during the merge could need more; it then stays
+/// partly unsorted (wrong order at worst, never unbounded work).
+const MAX_MERGE_PASSES: u32 = 12;
+
+/// [`merge`], returning the number of merge passes over the records.
+///
+/// # Safety
+/// As [`merge`].
+unsafe fn merge_counted(
+    out: *mut u8,
+    nframes: u32,
+    sources: impl Iterator<Item = *const u8>,
+) -> u32 {
+    // SAFETY: per the function contract; every record index below is < n,
+    // the clamped count of `out`, so every access lies inside `out` or the
+    // scratch array of MAX_EVENTS records.
+    unsafe {
         init(out, nframes);
         for src in sources {
+            let mut last = 0u32;
             for i in 0..event_count(src) {
                 let Some(e) = event(src, i) else { continue };
-                if e.time >= nframes {
+                if e.time >= nframes || e.time < last {
                     continue;
                 }
+                last = e.time;
                 if let Ok(dst) = push(out, e.time, e.size as usize) {
                     std::ptr::copy(e.data, dst, e.size as usize);
                 }
             }
         }
-        // Stable insertion sort of the records by time. Each source is
-        // already sorted, so this is cheap; inline data moves with its
-        // record, out-of-line data stays where it is.
+        // `out` now holds one sorted run per source. Merge adjacent runs
+        // (stably: the left run first at equal times), out -> scratch ->
+        // out ..., until one run is left. Inline data moves with its record;
+        // out-of-line data stays where it is.
         let (n, _) = counts(out);
-        for i in 1..n {
-            let cur = std::ptr::read(rec(out, i) as *const [u32; 3]);
-            let mut j = i;
-            while j > 0 {
-                let prev = std::ptr::read(rec(out, j - 1) as *const [u32; 3]);
-                if prev[0] <= cur[0] {
-                    break;
+        let recs = rec(out, 0) as *mut Record;
+        let mut scratch = std::mem::MaybeUninit::<[Record; MAX_EVENTS]>::uninit();
+        let tmp = scratch.as_mut_ptr() as *mut Record;
+        let (mut src, mut dst) = (recs, tmp);
+        let mut passes = 0;
+        while passes < MAX_MERGE_PASSES {
+            let mut i = 0;
+            let mut runs = 0;
+            while i < n {
+                let mid = run_end(src, i, n);
+                if runs == 0 && mid == n {
+                    break; // one run: sorted
                 }
-                std::ptr::write(rec(out, j) as *mut [u32; 3], prev);
-                j -= 1;
+                let end = run_end(src, mid, n);
+                merge_two(src, i, mid, end, dst);
+                runs += 1;
+                i = end;
             }
-            std::ptr::write(rec(out, j) as *mut [u32; 3], cur);
+            if runs == 0 {
+                break;
+            }
+            passes += 1;
+            std::mem::swap(&mut src, &mut dst);
+            if runs == 1 {
+                break;
+            }
+        }
+        if src != recs {
+            for i in 0..n {
+                std::ptr::write_volatile(recs.add(i), *src.add(i));
+            }
+        }
+        passes
+    }
+}
+
+/// End of the non-decreasing run of records starting at `i` (< `n`), or `n`.
+///
+/// # Safety
+/// `r` points to `n` records.
+unsafe fn run_end(r: *const Record, i: usize, n: usize) -> usize {
+    // SAFETY: per the function contract; j < n.
+    unsafe {
+        if i >= n {
+            return n;
+        }
+        let mut prev = std::ptr::read_volatile(r.add(i))[0];
+        let mut j = i + 1;
+        while j < n {
+            let t = std::ptr::read_volatile(r.add(j))[0];
+            if t < prev {
+                break;
+            }
+            prev = t;
+            j += 1;
+        }
+        j
+    }
+}
+
+/// Merges the runs `src[lo..mid]` and `src[mid..hi]` into `dst[lo..hi]`,
+/// stably (at equal times the left run first).
+///
+/// # Safety
+/// `src` and `dst` point to at least `hi` records each and do not overlap.
+unsafe fn merge_two(src: *const Record, lo: usize, mid: usize, hi: usize, dst: *mut Record) {
+    // SAFETY: per the function contract; a < mid ≤ hi, b < hi, k < hi.
+    unsafe {
+        let (mut a, mut b) = (lo, mid);
+        for k in lo..hi {
+            let take_a = if a >= mid {
+                false
+            } else if b >= hi {
+                true
+            } else {
+                std::ptr::read_volatile(src.add(a))[0] <= std::ptr::read_volatile(src.add(b))[0]
+            };
+            let from = if take_a {
+                a += 1;
+                a - 1
+            } else {
+                b += 1;
+                b - 1
+            };
+            std::ptr::write_volatile(dst.add(k), std::ptr::read_volatile(src.add(from)));
         }
     }
 }
@@ -463,6 +577,127 @@ mod tests {
         assert_eq!(times, vec![0, 5, 10, 10, 20], "63 is beyond nframes=32");
         assert_eq!(ev[2].1, vec![0xa0, 10], "a's event at 10 comes first");
         assert_eq!(ev[3].1, vec![0xb0; 8]);
+    }
+
+    /// Writes records directly, as a hostile client can (no order check).
+    unsafe fn put_raw(p: *mut u8, recs: &[(u32, u8)]) {
+        // SAFETY: a full-size buffer; at most MAX_EVENTS records.
+        unsafe {
+            init(p, 4096);
+            for (i, &(time, byte)) in recs.iter().enumerate() {
+                let r = rec(p, i) as *mut u32;
+                *r = time;
+                *r.add(1) = 1;
+                *r.add(2) = byte as u32;
+            }
+            wr(p, F_COUNT, recs.len() as u32);
+        }
+    }
+
+    #[test]
+    fn merge_drops_out_of_order_events_of_a_hostile_source_in_bounded_work() {
+        // A full buffer of records in descending time (1362 of them): the
+        // old insertion sort did ~900k record moves for it in every reader.
+        let (mut hostile, mut good, mut out) = (buf(), buf(), buf());
+        let desc: Vec<(u32, u8)> = (0..MAX_EVENTS as u32)
+            .map(|i| (MAX_EVENTS as u32 - i, 0xee))
+            .collect();
+        // SAFETY: full-size buffers.
+        let passes = unsafe {
+            put_raw(hostile.0.as_mut_ptr(), &desc);
+            init(good.0.as_mut_ptr(), 4096);
+            for t in [0u32, 100, 2000] {
+                write(good.0.as_mut_ptr(), t, [0x90, t as u8].as_ptr(), 2).unwrap();
+            }
+            merge_counted(
+                out.0.as_mut_ptr(),
+                4096,
+                [hostile.0.as_ptr(), good.0.as_ptr()].into_iter(),
+            )
+        };
+        let ev = events(&out);
+        let times: Vec<u32> = ev.iter().map(|e| e.0).collect();
+        // JACK's in-order rule: after its first event (the latest), every
+        // later event of the hostile source is earlier, so dropped.
+        assert_eq!(times, vec![0, 100, MAX_EVENTS as u32, 2000], "{times:?}");
+        assert_eq!(ev[2].1, vec![0xee]);
+        assert!(passes <= 1, "two runs need one merge pass, took {passes}");
+        // A sawtooth keeps what is in order (its first ramp, then only
+        // events at the ramp's top or later).
+        let saw: Vec<(u32, u8)> = (0..MAX_EVENTS as u32)
+            .map(|i| ((i % 10) * 7 + i / 100, i as u8))
+            .collect();
+        let mut last = 0;
+        let want: Vec<u32> = saw
+            .iter()
+            .map(|e| e.0)
+            .filter(|&t| {
+                t >= last && {
+                    last = t;
+                    true
+                }
+            })
+            .collect();
+        assert!(want.len() < 200, "{}", want.len());
+        // SAFETY: as above.
+        unsafe {
+            put_raw(hostile.0.as_mut_ptr(), &saw);
+            merge(
+                out.0.as_mut_ptr(),
+                4096,
+                std::iter::once(hostile.0.as_ptr()),
+            );
+        }
+        let t: Vec<u32> = events(&out).iter().map(|e| e.0).collect();
+        assert_eq!(t, want);
+    }
+
+    #[test]
+    fn merge_of_many_sources_is_stable_and_takes_log_passes() {
+        // 16 sources, each in order, interleaved in time: the result is in
+        // time order, equal times in source order, in log2(16) = 4 passes.
+        let mut srcs: Vec<Box<Buf>> = (0..16).map(|_| buf()).collect();
+        let mut out = buf();
+        // SAFETY: full-size buffers.
+        let passes = unsafe {
+            for (k, b) in srcs.iter_mut().enumerate() {
+                let p = b.0.as_mut_ptr();
+                init(p, 1024);
+                for j in 0..40u32 {
+                    let t = (j * 25 + (k as u32 * 7) % 25).min(1023);
+                    write(p, t, [k as u8, j as u8].as_ptr(), 2).unwrap();
+                }
+            }
+            merge_counted(out.0.as_mut_ptr(), 1024, srcs.iter().map(|b| b.0.as_ptr()))
+        };
+        let ev = events(&out);
+        assert_eq!(ev.len(), 16 * 40);
+        assert!(passes <= 4, "{passes} passes for 16 runs");
+        for w in ev.windows(2) {
+            let (a, b) = (&w[0], &w[1]);
+            assert!(a.0 <= b.0, "not in time order: {a:?} {b:?}");
+            if a.0 == b.0 {
+                assert!(a.1 < b.1, "equal times not in source order: {a:?} {b:?}");
+            }
+        }
+        // Every source's events, in its own order.
+        for k in 0..16u8 {
+            let mine: Vec<u8> = ev.iter().filter(|e| e.1[0] == k).map(|e| e.1[1]).collect();
+            assert_eq!(mine, (0..40).collect::<Vec<u8>>());
+        }
+    }
+
+    #[test]
+    fn writing_an_empty_event_needs_no_data_pointer() {
+        let mut b = buf();
+        let p = b.0.as_mut_ptr();
+        // SAFETY: a full-size buffer; a NULL data pointer with size 0 (as
+        // jack_midi_event_write(buf, t, NULL, 0) passes it) is never read.
+        unsafe {
+            init(p, 64);
+            write(p, 3, std::ptr::null(), 0).unwrap();
+        }
+        assert_eq!(events(&b), vec![(3, vec![])]);
     }
 
     #[test]

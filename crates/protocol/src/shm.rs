@@ -315,7 +315,8 @@ pub struct ActivationRecord {
 /// A client's requests to the driver, one per node slot in the shared
 /// segment. Writer: the client (any of its threads, real-time safe: plain
 /// atomics). Reader: the driver, which sanitises everything and follows no
-/// index from here. Reset by the server when a client takes the slot.
+/// index from here. Reset by the server when a client takes the slot
+/// (except the two request counters, see [`Mailbox::reset`]).
 #[repr(C, align(64))]
 pub struct Mailbox {
     /// Transport command: `(sequence << 8) | command`
@@ -335,9 +336,13 @@ pub struct Mailbox {
 
 impl Mailbox {
     /// Back to the state of a fresh slot (server, when a client opens).
+    ///
+    /// `transport_cmd` and `locate_req` are left alone: the driver detects a
+    /// request by the word *changing* from the value it last saw, and clients
+    /// always advance the word from its current value. Zeroing them could
+    /// lose a request: if the driver never observed the zero, the new
+    /// client's first word could equal the previous occupant's last one.
     pub fn reset(&self) {
-        self.transport_cmd.store(0, Ordering::Relaxed);
-        self.locate_req.store(0, Ordering::Relaxed);
         self.sync_ready.store(0, Ordering::Relaxed);
         self.timebase_cycle.store(0, Ordering::Relaxed);
         self.locate_pos.seq.store(0, Ordering::Relaxed);

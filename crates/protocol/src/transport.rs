@@ -290,15 +290,20 @@ impl<const N: usize> SeqCell<N> {
         None
     }
 
-    /// Reads a consistent copy, retrying until it gets one (for cells only
-    /// the server writes: their writer never stalls).
-    pub fn read_blocking(&self) -> [u64; N] {
-        loop {
-            if let Some(w) = self.read(64) {
-                return w;
-            }
-            std::thread::yield_now();
+    /// A cell with every word and the counter at zero (for cells in
+    /// process-private memory).
+    pub fn new() -> Self {
+        SeqCell {
+            seq: AtomicU32::new(0),
+            _pad: 0,
+            words: std::array::from_fn(|_| AtomicU64::new(0)),
         }
+    }
+}
+
+impl<const N: usize> Default for SeqCell<N> {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
@@ -321,24 +326,72 @@ impl PositionCell {
     }
 }
 
+/// How many times a real-time reader tries the published transport before
+/// it falls back to the last value it read. The driver's publication is a
+/// few dozen stores, so 64 tries see it through unless the driver was
+/// preempted or killed in the middle of one.
+pub const RT_TRIES: u32 = 64;
+
 impl TransportCell {
     /// Publishes (single writer: the driver).
     pub fn publish(&self, t: &Transport) {
-        let mut w = [0u64; TRANSPORT_WORDS];
-        t.to_words(&mut w);
-        self.write(&w, u32::MAX);
+        self.put(t, u32::MAX);
     }
 
-    /// The current transport.
-    pub fn load(&self) -> Transport {
-        let w = self.read_blocking();
-        Transport {
+    /// Stores `t`, spinning at most `tries` times for another writer (see
+    /// [`SeqCell::write`]); false if nothing was written.
+    pub fn put(&self, t: &Transport, tries: u32) -> bool {
+        let mut w = [0u64; TRANSPORT_WORDS];
+        t.to_words(&mut w);
+        self.write(&w, tries)
+    }
+
+    /// A consistent copy, trying at most `tries` times (spin hints only:
+    /// no syscall, real-time safe); None if the counter stayed odd or kept
+    /// moving, as when the server was killed in the middle of a publication.
+    pub fn try_load(&self, tries: u32) -> Option<Transport> {
+        let w = self.read(tries)?;
+        Some(Transport {
             pos: Position::from_words(&w[..POSITION_WORDS]),
             state: w[POSITION_WORDS] as u32,
             cycle: w[POSITION_WORDS + 3],
             sync_gen: w[POSITION_WORDS + 1],
             locate_gen: w[POSITION_WORDS + 2],
+        })
+    }
+
+    /// The current transport, retrying until a consistent copy comes. Only
+    /// for the server itself (the writer, which cannot stall under its own
+    /// reader) and tests; clients read with [`TransportCell::try_load`] or
+    /// a [`TransportReader`], which never spin without bound.
+    pub fn load(&self) -> Transport {
+        loop {
+            if let Some(t) = self.try_load(RT_TRIES) {
+                return t;
+            }
+            std::thread::yield_now();
         }
+    }
+}
+
+/// A real-time reader of the published transport (one per reader, e.g. per
+/// process thread): bounded reads ([`RT_TRIES`], spin hints only) that fall
+/// back to the last consistent value this reader saw, so a publication cut
+/// short (a server killed mid-write leaves the counter odd forever) can
+/// neither stall nor hang the reader.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TransportReader {
+    last: Transport,
+}
+
+impl TransportReader {
+    /// The current transport, or the last one read if no consistent copy
+    /// came in [`RT_TRIES`] tries.
+    pub fn read(&mut self, cell: &TransportCell) -> Transport {
+        if let Some(t) = cell.try_load(RT_TRIES) {
+            self.last = t;
+        }
+        self.last
     }
 }
 
@@ -421,5 +474,37 @@ mod tests {
         cell.seq.store(1, Ordering::Relaxed);
         assert!(cell.get(3).is_none());
         assert!(!cell.put(&sample(), 3));
+    }
+
+    /// A publication cut short (the server killed between its two counter
+    /// stores) leaves the counter odd forever: real-time readers must
+    /// return, with the last consistent value they saw.
+    #[test]
+    fn transport_readers_return_with_the_last_good_value_from_a_stuck_cell() {
+        let cell = TransportCell::new();
+        let good = Transport {
+            state: state::ROLLING,
+            pos: sample(),
+            cycle: 42,
+            sync_gen: 3,
+            locate_gen: 2,
+        };
+        cell.publish(&good);
+        let mut reader = TransportReader::default();
+        assert_eq!(reader.read(&cell), good);
+        // A writer that died mid-publication: counter odd, words half new.
+        let s = cell.seq.load(Ordering::Relaxed);
+        cell.seq.store(s + 1, Ordering::Relaxed);
+        cell.words[0].store(0xdead, Ordering::Relaxed);
+        cell.words[TRANSPORT_WORDS - 1].store(43, Ordering::Relaxed);
+        assert_eq!(cell.try_load(RT_TRIES), None);
+        for _ in 0..1000 {
+            assert_eq!(reader.read(&cell), good, "not the last good value");
+        }
+        // A reader that never saw a good value gets the default (stopped at 0).
+        assert_eq!(TransportReader::default().read(&cell), Transport::default());
+        // A counter that moves on is picked up again.
+        cell.seq.store(s + 2, Ordering::Relaxed);
+        assert_eq!(reader.read(&cell).cycle, 43);
     }
 }

@@ -1100,3 +1100,98 @@ fn distribution_jack_load_and_unload_internal_clients() {
     assert!(format!("{out}{err}").contains("not found"), "{out}\n{err}");
     assert!(srv.status().clients.iter().all(|c| !c.internal));
 }
+
+/// jackd's jack_activate waits for the process thread to start and run
+/// thread init, not for its first cycle: a jack_set_process_thread function
+/// may call the library, and wait for something the application does after
+/// jack_activate returned, before its first jack_cycle_wait (both deadlocked).
+#[test]
+fn a_process_thread_may_wait_for_the_application_before_its_first_cycle() {
+    let Some(exe) = c_program("lifecycle", "lifecycle") else {
+        return;
+    };
+    let srv = server();
+    let (code, out, err) = run_to_end(&srv, exe.to_str().unwrap(), &["semthread", "st"], "");
+    eprintln!("{out}\n{err}");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert!(out.contains("ACTIVATED 0"), "{out}");
+    let run = out.lines().find(|l| l.starts_with("RUNNING")).unwrap();
+    assert!(field(run, "cycles") >= 20, "{run}");
+    assert_eq!(
+        field(run, "early_rc"),
+        -1,
+        "a callback setter on the active client is refused, not blocked: {run}"
+    );
+    assert!(out.contains("DONE deactivate=0 close=0"), "{out}");
+}
+
+/// A process callback returning non-zero: the client is deactivated, and
+/// until then (here 1.5 s, its notification thread being busy) the stream
+/// through it stays intact: the checker after it runs every cycle, on time,
+/// hearing silence from it rather than its last buffer.
+#[test]
+fn a_jack_client_whose_process_fails_keeps_its_downstream_running_on_silence() {
+    let Some(exe) = c_program("lifecycle", "lifecycle") else {
+        return;
+    };
+    let srv = server();
+    let gen = srv.tool("gen", &["counter"]);
+    let check = srv.tool("chk", &["check", "--latency", "0"]);
+    let mut q = Bg::start(&srv, exe.to_str().unwrap(), &["quitpass", "q", "5"]);
+    q.wait_for("READY", |l| l == "READY");
+    let ctl = srv.ctl();
+    for (s, d) in [
+        ("gen:out", "q:in"),
+        ("q:out", "chk:in"),
+        ("gen:out", "chk:ref"),
+    ] {
+        ctl.connect_ports(s, d).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let xruns_of = |st: &resound_protocol::wire::Status, n: &str| {
+        st.clients.iter().find(|c| c.name == n).unwrap().xruns
+    };
+    let x0 = xruns_of(&srv.status(), "chk");
+    // Its registration arms q's quit and keeps q's notification thread busy.
+    let z = srv.client("z");
+    wait_for("q to be deactivated", Duration::from_secs(20), || {
+        srv.status()
+            .clients
+            .iter()
+            .any(|c| c.name == "q" && !c.active)
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    let xruns = xruns_of(&srv.status(), "chk") - x0;
+    let r = check.stop();
+    eprintln!("chk: {r} (xruns attributed to chk since the quit: {xruns})");
+    let out = q.stop();
+    let sum = out.iter().find(|l| l.starts_with("SUMMARY")).unwrap();
+    assert!(field(sum, "quit_at") > 0, "{sum}");
+    assert_eq!(
+        field(sum, "cycles"),
+        field(sum, "quit_at"),
+        "process ran after returning non-zero: {sum}"
+    );
+    assert!(
+        out.iter().any(|l| l == "DONE deactivate=0 close=0"),
+        "jack_deactivate after the automatic deactivation: {out:?}"
+    );
+    // Before the quit the checker heard the counter through q, after it
+    // silence; never q's last buffer (it would not match the reference).
+    assert!(n(&r, "ok") > 20, "{r}");
+    assert_eq!(
+        n(&r, "bad_unexplained"),
+        0,
+        "stale or wrong audio from q: {r}"
+    );
+    // ~280 cycles (1.5 s) passed before the deactivation: without the fix
+    // the checker misses each of them (an xrun attributed to it each time).
+    // A loaded machine may cost it a few; never a tenth.
+    let silent = n(&r, "silent");
+    assert!(
+        xruns * 10 <= silent,
+        "{xruns} xruns of the checker while q was quitting, {silent} silent cycles: {r}"
+    );
+    drop(z);
+    drop(gen);
+}

@@ -104,8 +104,10 @@ impl TransportEngine {
 
         // Requests from every slot, open or not: a command posted just before
         // its client closed still counts (jack_transport does exactly that).
-        // A slot's mailbox is reset to zero when a new client takes it, which
-        // reads as "no command".
+        // A request is a word that changed since the last cycle; the words
+        // are never reset (a new client of the slot advances them from the
+        // previous occupant's values), so no request can be mistaken for an
+        // old one.
         let mut cmd = command::NONE;
         let mut locate: Option<Position> = None;
         for slot in 1..view.layout().caps.max_clients {
@@ -280,6 +282,58 @@ mod tests {
         te.cycle(&v, &table, 7, 256, 7_000);
         let t = v.header().transport.load();
         assert_eq!((t.state, t.pos.frame), (state::STOPPED, 48_256));
+    }
+
+    /// A slot taken by a new client (the server resets its mailbox) must not
+    /// make the new client's first request look like the previous occupant's
+    /// last one, which the driver has already applied.
+    #[test]
+    fn a_reused_slot_never_loses_the_new_clients_first_request() {
+        let v = view_with_active_client();
+        let table = v.table(v.current_index());
+        let mut te = TransportEngine::new(8);
+        // As resound-client posts them: the sequence advances from the current word.
+        let post = |slot: u32, cmd: u32| {
+            let mb = v.mailbox(slot).unwrap();
+            let w = mb.transport_cmd.load(Ordering::Relaxed);
+            mb.transport_cmd
+                .store((((w >> 8) + 1) << 8) | cmd as u64, Ordering::Release);
+        };
+        let locate = |slot: u32, frame: u32| {
+            let mb = v.mailbox(slot).unwrap();
+            assert!(mb.locate_pos.put(
+                &Position {
+                    frame,
+                    ..Default::default()
+                },
+                4
+            ));
+            mb.locate_req.fetch_add(1, Ordering::AcqRel);
+        };
+        // The first occupant of slot 1 starts the transport and relocates once.
+        post(1, command::START);
+        locate(1, 1000);
+        te.cycle(&v, &table, 1, 256, 1_000);
+        te.cycle(&v, &table, 2, 256, 2_000);
+        assert_eq!(te.current().state, state::ROLLING);
+        assert_eq!(te.current().locate_gen, 1);
+        // Another client stops it; slot 1's client leaves and a new one
+        // takes the slot (the server resets the mailbox) before the driver
+        // runs again.
+        post(2, command::STOP);
+        te.cycle(&v, &table, 3, 256, 3_000);
+        assert_eq!(te.current().state, state::STOPPED);
+        v.mailbox(1).unwrap().reset();
+        // The new client's first start and first relocation both count.
+        post(1, command::START);
+        locate(1, 5000);
+        te.cycle(&v, &table, 4, 256, 4_000);
+        let t = te.current();
+        assert_eq!(
+            (t.state, t.pos.frame, t.locate_gen),
+            (state::STARTING, 5000, 2),
+            "the new occupant's first requests were ignored"
+        );
     }
 
     #[test]

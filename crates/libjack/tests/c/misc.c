@@ -346,6 +346,42 @@ int main(int argc, char **argv) {
     check("port_unregister", jack_port_unregister(client, mport) == 0 &&
                                  jack_port_by_name(client, "misc:midi") == NULL,
           0);
+
+    /* A tie ends with its input: once the input is unregistered and its id
+       reused by another client, the output must give its own buffer, never
+       the other client's. */
+    jack_port_t *tin = jack_port_register(client, "tie_in", JACK_DEFAULT_AUDIO_TYPE, JackPortIsInput, 0);
+    jack_port_t *tout = jack_port_register(client, "tie_out", JACK_DEFAULT_AUDIO_TYPE, JackPortIsOutput, 0);
+    float *own = tout ? jack_port_get_buffer(tout, bs) : NULL;
+    check("tie a second pair", tin && tout && jack_port_tie(tin, tout) == 0 &&
+                                   jack_port_get_buffer(tout, bs) == jack_port_get_buffer(tin, bs) &&
+                                   own != jack_port_get_buffer(tin, bs),
+          0);
+    int tin_id = -1;
+    for (int k = 0; k < 4096 && tin_id < 0; k++)
+        if (tin && jack_port_by_id(client, k) == tin)
+            tin_id = k;
+    check("unregister the tied input", tin_id >= 0 && jack_port_unregister(client, tin) == 0, tin_id);
+    jack_client_t *other = jack_client_open("misc-other", JackNoStartServer | JackUseExactName, NULL);
+    jack_port_t *reused = NULL;
+    for (int k = 0; k < 8 && other && !reused; k++) {
+        char pn[16];
+        snprintf(pn, sizeof pn, "r%d", k);
+        jack_port_t *q = jack_port_register(other, pn, JACK_DEFAULT_AUDIO_TYPE, JackPortIsInput, 0);
+        if (q && jack_port_by_id(client, tin_id) != NULL)
+            reused = q;
+    }
+    check("another client reuses the input's id", reused != NULL, 0);
+    if (reused) {
+        /* Each client maps the shared memory itself: compare contents. */
+        float *theirs = jack_port_get_buffer(reused, bs);
+        theirs[0] = 12345.0f;
+        float *mine = jack_port_get_buffer(tout, bs);
+        check("the tied output gives its own buffer, not the other client's",
+              mine == own && mine && mine[0] != 12345.0f, (long)(mine && mine[0] == 12345.0f));
+    }
+    check("the output was untied with its input", tout && jack_port_untie(tout) != 0, 0);
+    check("close the other client", other && jack_client_close(other) == 0, 0);
     check("close", jack_client_close(client) == 0, 0);
     printf("DONE failed=%d\n", failed);
     return failed ? 1 : 0;
