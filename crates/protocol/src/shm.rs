@@ -775,25 +775,34 @@ impl View {
     /// Reads the timer fields of the current cycle consistently (seqlock).
     pub fn timer(&self) -> Timer {
         let h = self.header();
-        loop {
+        let read = || Timer {
+            cycle: h.cycle.load(Ordering::Acquire),
+            start_ns: h.cycle_start_ns.load(Ordering::Acquire),
+            frame_time: h.frame_time.load(Ordering::Acquire),
+            next_start_ns: h.next_start_ns.load(Ordering::Acquire),
+            frames: h.cycle_frames.load(Ordering::Acquire),
+        };
+        // The driver holds the sequence odd for a few stores; only a server
+        // killed in the middle of them leaves it odd. Bounded, so a reader
+        // (a real-time thread among them) never spins forever on a dead
+        // server: it then gets the fields as they are.
+        for _ in 0..TIMER_TRIES {
             let s1 = h.timer_seq.load(Ordering::Acquire);
             if s1 & 1 == 1 {
                 std::hint::spin_loop();
                 continue;
             }
-            let v = Timer {
-                cycle: h.cycle.load(Ordering::Acquire),
-                start_ns: h.cycle_start_ns.load(Ordering::Acquire),
-                frame_time: h.frame_time.load(Ordering::Acquire),
-                next_start_ns: h.next_start_ns.load(Ordering::Acquire),
-                frames: h.cycle_frames.load(Ordering::Acquire),
-            };
+            let v = read();
             if h.timer_seq.load(Ordering::Acquire) == s1 {
                 return v;
             }
         }
+        read()
     }
 }
+
+/// Attempts of [`View::timer`] before it gives up on a consistent copy.
+pub const TIMER_TRIES: u32 = 100_000;
 
 /// Read access to one graph table. All reads are volatile copies of single
 /// fields, bounds-checked, so a table being rewritten (a late or non-real-time
@@ -1158,6 +1167,17 @@ mod tests {
         // Writes through the server's mapping are visible to the client's.
         v.header().cycle.store(42, Ordering::Relaxed);
         assert_eq!(c.header().cycle.load(Ordering::Relaxed), 42);
+    }
+
+    #[test]
+    fn a_timer_left_half_published_does_not_hang_readers() {
+        let v = View::create(caps(), 48000, 128, true, 0).unwrap();
+        v.header().cycle.store(7, Ordering::Relaxed);
+        // A driver killed between the two increments of the sequence.
+        v.header().timer_seq.store(1, Ordering::Relaxed);
+        assert_eq!(v.timer().cycle, 7);
+        v.header().timer_seq.store(2, Ordering::Relaxed);
+        assert_eq!(v.timer().cycle, 7);
     }
 
     #[test]
