@@ -26,6 +26,38 @@ unsafe fn rp<'a>(rb: *mut jack_ringbuffer_t) -> &'a AtomicUsize {
     unsafe { AtomicUsize::from_ptr(std::ptr::addr_of_mut!((*rb).read_ptr)) }
 }
 
+/// The two pieces (before and after the wrap) of a run of `n` bytes starting
+/// at index `pos` of a ring of `size` bytes.
+fn pieces(pos: usize, n: usize, size: usize, mask: usize) -> (usize, usize) {
+    if pos + n > size {
+        (size - pos, (pos + n) & mask)
+    } else {
+        (n, 0)
+    }
+}
+
+/// Writes the two (pointer, length) pieces of a run of `n` bytes at `pos`.
+///
+/// # Safety
+/// `rb` is a live ring, `pos` < its size; `vec` has two writable entries.
+unsafe fn write_vector(
+    rb: *mut jack_ringbuffer_t,
+    pos: usize,
+    n: usize,
+    vec: *mut jack_ringbuffer_data_t,
+) {
+    // SAFETY: per the function contract; buf + pos stays inside the buffer.
+    unsafe {
+        let (size, mask, buf) = ((*rb).size, (*rb).size_mask, (*rb).buf);
+        let (n1, n2) = pieces(pos, n, size, mask);
+        vec.write(jack_ringbuffer_data_t {
+            buf: buf.add(pos),
+            len: n1,
+        });
+        vec.add(1).write(jack_ringbuffer_data_t { buf, len: n2 });
+    }
+}
+
 /// Creates a ring of at least `sz` bytes (a power of two; it holds one less).
 #[no_mangle]
 pub extern "C" fn jack_ringbuffer_create(sz: usize) -> *mut jack_ringbuffer_t {
@@ -198,11 +230,7 @@ unsafe fn read_impl(
         }
         let (size, mask, buf) = ((*rb).size, (*rb).size_mask, (*rb).buf);
         let r = rp(rb).load(Ordering::Relaxed);
-        let (n1, n2) = if r + n > size {
-            (size - r, (r + n) & mask)
-        } else {
-            (n, 0)
-        };
+        let (n1, n2) = pieces(r, n, size, mask);
         std::ptr::copy_nonoverlapping(buf.add(r), dest, n1);
         if n2 > 0 {
             std::ptr::copy_nonoverlapping(buf, dest.add(n1), n2);
@@ -268,11 +296,7 @@ pub unsafe extern "C" fn jack_ringbuffer_write(
             }
             let (size, mask, buf) = ((*rb).size, (*rb).size_mask, (*rb).buf);
             let w = wp(rb).load(Ordering::Relaxed);
-            let (n1, n2) = if w + n > size {
-                (size - w, (w + n) & mask)
-            } else {
-                (n, 0)
-            };
+            let (n1, n2) = pieces(w, n, size, mask);
             std::ptr::copy_nonoverlapping(src, buf.add(w), n1);
             if n2 > 0 {
                 std::ptr::copy_nonoverlapping(src.add(n1), buf, n2);
@@ -332,24 +356,7 @@ pub unsafe extern "C" fn jack_ringbuffer_get_read_vector(
         // SAFETY: per the function contract.
         unsafe {
             let avail = jack_ringbuffer_read_space(rb);
-            let (size, mask, buf) = ((*rb).size, (*rb).size_mask, (*rb).buf);
-            let r = rp(rb).load(Ordering::Relaxed);
-            if r + avail > size {
-                vec.write(jack_ringbuffer_data_t {
-                    buf: buf.add(r),
-                    len: size - r,
-                });
-                vec.add(1).write(jack_ringbuffer_data_t {
-                    buf,
-                    len: (r + avail) & mask,
-                });
-            } else {
-                vec.write(jack_ringbuffer_data_t {
-                    buf: buf.add(r),
-                    len: avail,
-                });
-                vec.add(1).write(jack_ringbuffer_data_t { buf, len: 0 });
-            }
+            write_vector(rb, rp(rb).load(Ordering::Relaxed), avail, vec);
         }
     })
 }
@@ -371,24 +378,7 @@ pub unsafe extern "C" fn jack_ringbuffer_get_write_vector(
         // SAFETY: per the function contract.
         unsafe {
             let free = jack_ringbuffer_write_space(rb);
-            let (size, mask, buf) = ((*rb).size, (*rb).size_mask, (*rb).buf);
-            let w = wp(rb).load(Ordering::Relaxed);
-            if w + free > size {
-                vec.write(jack_ringbuffer_data_t {
-                    buf: buf.add(w),
-                    len: size - w,
-                });
-                vec.add(1).write(jack_ringbuffer_data_t {
-                    buf,
-                    len: (w + free) & mask,
-                });
-            } else {
-                vec.write(jack_ringbuffer_data_t {
-                    buf: buf.add(w),
-                    len: free,
-                });
-                vec.add(1).write(jack_ringbuffer_data_t { buf, len: 0 });
-            }
+            write_vector(rb, wp(rb).load(Ordering::Relaxed), free, vec);
         }
     })
 }
