@@ -48,6 +48,43 @@ pub fn source_is_live(table: &Table<'_>, src: u32) -> bool {
     }
 }
 
+/// Where the data of input port `port` comes from this cycle.
+enum Source {
+    /// Nothing live is connected.
+    Nothing,
+    /// Exactly one live source, not owned by the reader: read its buffer (zero copy).
+    Direct(*mut f32),
+    /// Several live sources, or one the reader owns: combine them into the
+    /// input port's own buffer.
+    Combine(*mut f32),
+}
+
+/// Decides, for input `port` read by client `me`, between silence, zero copy
+/// and combining (the rule shared by audio mixing and MIDI merging).
+#[inline]
+fn resolve(view: &View, table: &Table<'_>, port: u32, me: u32) -> Source {
+    let mut first = None;
+    let mut live = 0;
+    for i in 0..table.source_count(port) {
+        if let Some(s) = table.source_at(port, i) {
+            if source_is_live(table, s) {
+                live += 1;
+                first.get_or_insert(s);
+            }
+        }
+    }
+    let (Some(first), Some(own)) = (first, view.port_buffer(port)) else {
+        return Source::Nothing;
+    };
+    let first_is_mine = matches!(table.port_info(first), Some((_, owner, _, _)) if owner == me);
+    if live == 1 && !first_is_mine {
+        return view
+            .port_buffer(first)
+            .map_or(Source::Nothing, Source::Direct);
+    }
+    Source::Combine(own)
+}
+
 /// Pointer to `frames` samples carrying the signal at input port `port` this
 /// cycle: the silence buffer when nothing live is connected, the source's own
 /// buffer for one live source (zero copy), else the sum of the sources mixed
@@ -63,26 +100,11 @@ pub fn input_buffer(
     frames: usize,
 ) -> *const f32 {
     let frames = frames.min(view.layout().caps.max_frames as usize);
-    let n = table.source_count(port);
-    let mut first = None;
-    let mut live = 0;
-    for i in 0..n {
-        if let Some(s) = table.source_at(port, i) {
-            if source_is_live(table, s) {
-                live += 1;
-                first.get_or_insert(s);
-            }
-        }
-    }
-    let (Some(first), Some(own)) = (first, view.port_buffer(port)) else {
-        return view.silence();
+    let own = match resolve(view, table, port, me) {
+        Source::Nothing => return view.silence(),
+        Source::Direct(p) => return p,
+        Source::Combine(own) => own,
     };
-    let first_is_mine = matches!(table.port_info(first), Some((_, owner, _, _)) if owner == me);
-    if live == 1 && !first_is_mine {
-        return view
-            .port_buffer(first)
-            .map_or(view.silence(), |p| p as *const f32);
-    }
     // SAFETY: `own` is this input port's buffer (max_frames f32) in the shared
     // segment, written only by the port's owner, which is the caller.
     let out = unsafe { std::slice::from_raw_parts_mut(own, frames) };
@@ -128,27 +150,12 @@ pub fn midi_input_buffer(
     me: u32,
     frames: usize,
 ) -> *const u8 {
-    let n = table.source_count(port);
-    let mut first = None;
-    let mut live = 0;
-    for i in 0..n {
-        if let Some(s) = table.source_at(port, i) {
-            if source_is_live(table, s) {
-                live += 1;
-                first.get_or_insert(s);
-            }
-        }
-    }
-    let (Some(first), Some(own)) = (first, view.port_buffer(port)) else {
-        return view.silence() as *const u8;
+    let own = match resolve(view, table, port, me) {
+        Source::Nothing => return view.silence() as *const u8,
+        Source::Direct(p) => return p as *const u8,
+        Source::Combine(own) => own,
     };
-    let first_is_mine = matches!(table.port_info(first), Some((_, owner, _, _)) if owner == me);
-    if live == 1 && !first_is_mine {
-        return view
-            .port_buffer(first)
-            .map_or(view.silence() as *const u8, |p| p as *const u8);
-    }
-    let sources = (0..n)
+    let sources = (0..table.source_count(port))
         .filter_map(|i| table.source_at(port, i))
         .filter(|&s| source_is_live(table, s) && s != port)
         .filter_map(|s| view.port_buffer(s))
