@@ -333,6 +333,38 @@ pub enum ReadError {
     RowsDontFit(u32),
 }
 
+/// Writer side of a record's seqlock: runs `write` between `2n+1` and
+/// `2n+2` (record number `n`), with the fence that keeps the stores after the
+/// odd value.
+#[inline]
+fn seq_write(seq: &AtomicU64, n: u64, write: impl FnOnce()) {
+    seq.store(2 * n + 1, Ordering::Relaxed);
+    fence_release();
+    write();
+    seq.store(2 * n + 2, Ordering::Release);
+}
+
+/// Reader side: runs `read` and keeps its copy only if the sequence said
+/// record `n` was complete before and after (see the module docs).
+#[inline]
+fn seq_read<T>(seq: &AtomicU64, n: u64, read: impl FnOnce() -> T) -> Result<T, ReadError> {
+    let want = 2 * n + 2;
+    let s1 = seq.load(Ordering::Acquire);
+    if s1 != want {
+        return Err(if s1 < want {
+            ReadError::NotYet
+        } else {
+            ReadError::Overwritten
+        });
+    }
+    let v = read();
+    fence_acquire();
+    if seq.load(Ordering::Relaxed) != s1 {
+        return Err(ReadError::Overwritten);
+    }
+    Ok(v)
+}
+
 /// Typed access to a mapped profile segment (either side).
 ///
 /// Holds a base pointer; the owner keeps the mapping alive (see
@@ -460,21 +492,20 @@ impl ProfileRing {
             r.flags.store(d.flags, Ordering::Relaxed);
         }
         let rec = self.cycle_slot(n);
-        rec.seq.store(2 * n + 1, Ordering::Relaxed);
-        fence_release();
-        rec.cycle.store(c.cycle, Ordering::Relaxed);
-        rec.start_ns.store(c.start_ns, Ordering::Relaxed);
-        rec.awake_ns.store(c.awake_ns, Ordering::Relaxed);
-        rec.end_ns.store(c.end_ns, Ordering::Relaxed);
-        rec.cpu_ns.store(c.cpu_ns, Ordering::Relaxed);
-        rec.period_ns.store(c.period_ns, Ordering::Relaxed);
-        rec.frames.store(c.frames, Ordering::Relaxed);
-        rec.flags.store(c.flags, Ordering::Relaxed);
-        rec.node_first.store(first, Ordering::Relaxed);
-        rec.node_count.store(count, Ordering::Relaxed);
-        rec.budget_ns.store(c.budget_ns, Ordering::Relaxed);
-        rec.predicted_ns.store(c.predicted_ns, Ordering::Relaxed);
-        rec.seq.store(2 * n + 2, Ordering::Release);
+        seq_write(&rec.seq, n, || {
+            rec.cycle.store(c.cycle, Ordering::Relaxed);
+            rec.start_ns.store(c.start_ns, Ordering::Relaxed);
+            rec.awake_ns.store(c.awake_ns, Ordering::Relaxed);
+            rec.end_ns.store(c.end_ns, Ordering::Relaxed);
+            rec.cpu_ns.store(c.cpu_ns, Ordering::Relaxed);
+            rec.period_ns.store(c.period_ns, Ordering::Relaxed);
+            rec.frames.store(c.frames, Ordering::Relaxed);
+            rec.flags.store(c.flags, Ordering::Relaxed);
+            rec.node_first.store(first, Ordering::Relaxed);
+            rec.node_count.store(count, Ordering::Relaxed);
+            rec.budget_ns.store(c.budget_ns, Ordering::Relaxed);
+            rec.predicted_ns.store(c.predicted_ns, Ordering::Relaxed);
+        });
         h.cycles_written.store(n + 1, Ordering::Release);
     }
 
@@ -486,33 +517,22 @@ impl ProfileRing {
         rows: &mut [NodeData],
     ) -> Result<(CycleData, usize), ReadError> {
         let rec = self.cycle_slot(n);
-        let want = 2 * n + 2;
-        let s1 = rec.seq.load(Ordering::Acquire);
-        if s1 != want {
-            return Err(if s1 < want {
-                ReadError::NotYet
-            } else {
-                ReadError::Overwritten
-            });
-        }
-        let c = CycleData {
-            cycle: rec.cycle.load(Ordering::Relaxed),
-            start_ns: rec.start_ns.load(Ordering::Relaxed),
-            awake_ns: rec.awake_ns.load(Ordering::Relaxed),
-            end_ns: rec.end_ns.load(Ordering::Relaxed),
-            cpu_ns: rec.cpu_ns.load(Ordering::Relaxed),
-            period_ns: rec.period_ns.load(Ordering::Relaxed),
-            frames: rec.frames.load(Ordering::Relaxed),
-            flags: rec.flags.load(Ordering::Relaxed),
-            budget_ns: rec.budget_ns.load(Ordering::Relaxed),
-            predicted_ns: rec.predicted_ns.load(Ordering::Relaxed),
-        };
-        let first = rec.node_first.load(Ordering::Relaxed);
-        let count = rec.node_count.load(Ordering::Relaxed);
-        fence_acquire();
-        if rec.seq.load(Ordering::Relaxed) != s1 {
-            return Err(ReadError::Overwritten);
-        }
+        let (c, first, count) = seq_read(&rec.seq, n, || {
+            let c = CycleData {
+                cycle: rec.cycle.load(Ordering::Relaxed),
+                start_ns: rec.start_ns.load(Ordering::Relaxed),
+                awake_ns: rec.awake_ns.load(Ordering::Relaxed),
+                end_ns: rec.end_ns.load(Ordering::Relaxed),
+                cpu_ns: rec.cpu_ns.load(Ordering::Relaxed),
+                period_ns: rec.period_ns.load(Ordering::Relaxed),
+                frames: rec.frames.load(Ordering::Relaxed),
+                flags: rec.flags.load(Ordering::Relaxed),
+                budget_ns: rec.budget_ns.load(Ordering::Relaxed),
+                predicted_ns: rec.predicted_ns.load(Ordering::Relaxed),
+            };
+            let first = rec.node_first.load(Ordering::Relaxed);
+            (c, first, rec.node_count.load(Ordering::Relaxed))
+        })?;
         let count = count.min(MAX_ROWS_PER_CYCLE).min(self.layout.node_capacity);
         if count as usize > rows.len() {
             return Err(ReadError::RowsDontFit(count));
@@ -544,24 +564,23 @@ impl ProfileRing {
         let h = self.header();
         let n = h.names_written.load(Ordering::Relaxed);
         let rec = self.name_slot(n);
-        rec.seq.store(2 * n + 1, Ordering::Relaxed);
-        fence_release();
-        rec.uuid.store(uuid, Ordering::Relaxed);
-        rec.slot.store(slot, Ordering::Relaxed);
-        rec.pid.store(pid, Ordering::Relaxed);
-        let b = name.as_bytes();
-        for (w, word) in rec.name.iter().enumerate() {
-            let mut bytes = [0u8; 8];
-            for (j, x) in bytes.iter_mut().enumerate() {
-                let k = w * 8 + j;
-                // The last byte stays NUL: at most 63 bytes of name.
-                if k < b.len() && k < 63 {
-                    *x = b[k];
+        seq_write(&rec.seq, n, || {
+            rec.uuid.store(uuid, Ordering::Relaxed);
+            rec.slot.store(slot, Ordering::Relaxed);
+            rec.pid.store(pid, Ordering::Relaxed);
+            let b = name.as_bytes();
+            for (w, word) in rec.name.iter().enumerate() {
+                let mut bytes = [0u8; 8];
+                for (j, x) in bytes.iter_mut().enumerate() {
+                    let k = w * 8 + j;
+                    // The last byte stays NUL: at most 63 bytes of name.
+                    if k < b.len() && k < 63 {
+                        *x = b[k];
+                    }
                 }
+                word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
             }
-            word.store(u64::from_le_bytes(bytes), Ordering::Relaxed);
-        }
-        rec.seq.store(2 * n + 2, Ordering::Release);
+        });
         h.names_written.store(n + 1, Ordering::Release);
     }
 
@@ -573,22 +592,21 @@ impl ProfileRing {
         let mut out = Vec::new();
         for n in written.saturating_sub(cap)..written {
             let rec = self.name_slot(n);
-            let s1 = rec.seq.load(Ordering::Acquire);
-            if s1 != 2 * n + 2 {
-                continue;
+            let copy = seq_read(&rec.seq, n, || {
+                let mut bytes = [0u8; 64];
+                for (chunk, w) in bytes.chunks_exact_mut(8).zip(&rec.name) {
+                    chunk.copy_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
+                }
+                (
+                    rec.uuid.load(Ordering::Relaxed),
+                    rec.slot.load(Ordering::Relaxed),
+                    rec.pid.load(Ordering::Relaxed),
+                    bytes,
+                )
+            });
+            if let Ok((uuid, slot, pid, bytes)) = copy {
+                out.push((uuid, slot, pid, crate::shm::get_name(&bytes)));
             }
-            let uuid = rec.uuid.load(Ordering::Relaxed);
-            let slot = rec.slot.load(Ordering::Relaxed);
-            let pid = rec.pid.load(Ordering::Relaxed);
-            let mut bytes = Vec::with_capacity(64);
-            for w in &rec.name {
-                bytes.extend_from_slice(&w.load(Ordering::Relaxed).to_le_bytes());
-            }
-            fence_acquire();
-            if rec.seq.load(Ordering::Relaxed) != s1 {
-                continue;
-            }
-            out.push((uuid, slot, pid, crate::shm::get_name(&bytes)));
         }
         out
     }
