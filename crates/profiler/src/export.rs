@@ -47,115 +47,126 @@ fn opt(v: Option<u64>) -> String {
     v.map_or_else(String::new, |x| x.to_string())
 }
 
-/// `cycles.csv`: one line per cycle (driver figures, graph end, flags).
-pub fn write_cycles_csv(p: &Profile, path: &Path) -> Result<(), ExportError> {
+/// Writes a CSV file: a header line, then one line per row.
+fn write_csv<const N: usize>(
+    path: &Path,
+    header: [&str; N],
+    rows: impl IntoIterator<Item = [String; N]>,
+) -> Result<(), ExportError> {
     let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    w.write_record([
-        "cycle",
-        "start_ns",
-        "period_ns",
-        "frames",
-        "measured_period_ns",
-        "driver_awake_ns",
-        "driver_end_ns",
-        "driver_cpu_ns",
-        "driver_budget_ns",
-        "driver_predicted_ns",
-        "graph_end_ns",
-        "clients",
-        "xrun",
-        "driver_late",
-    ])
-    .map_err(csv_err(path))?;
-    for c in &p.cycles {
-        w.write_record([
-            c.cycle.to_string(),
-            c.start_ns.to_string(),
-            c.period_ns.to_string(),
-            c.frames.to_string(),
-            opt(c.measured_period_ns),
-            c.driver_awake_ns.to_string(),
-            c.driver_end_ns.to_string(),
-            c.driver_cpu_ns.to_string(),
-            c.driver_budget_ns.to_string(),
-            c.driver_predicted_ns.to_string(),
-            c.graph_end_ns().to_string(),
-            c.nodes.len().to_string(),
-            (c.xrun as u8).to_string(),
-            (c.driver_late as u8).to_string(),
-        ])
-        .map_err(csv_err(path))?;
+    w.write_record(header).map_err(csv_err(path))?;
+    for r in rows {
+        w.write_record(r).map_err(csv_err(path))?;
     }
     w.flush().map_err(io(path))
+}
+
+/// `cycles.csv`: one line per cycle (driver figures, graph end, flags).
+pub fn write_cycles_csv(p: &Profile, path: &Path) -> Result<(), ExportError> {
+    write_csv(
+        path,
+        [
+            "cycle",
+            "start_ns",
+            "period_ns",
+            "frames",
+            "measured_period_ns",
+            "driver_awake_ns",
+            "driver_end_ns",
+            "driver_cpu_ns",
+            "driver_budget_ns",
+            "driver_predicted_ns",
+            "graph_end_ns",
+            "clients",
+            "xrun",
+            "driver_late",
+        ],
+        p.cycles.iter().map(|c| {
+            [
+                c.cycle.to_string(),
+                c.start_ns.to_string(),
+                c.period_ns.to_string(),
+                c.frames.to_string(),
+                opt(c.measured_period_ns),
+                c.driver_awake_ns.to_string(),
+                c.driver_end_ns.to_string(),
+                c.driver_cpu_ns.to_string(),
+                c.driver_budget_ns.to_string(),
+                c.driver_predicted_ns.to_string(),
+                c.graph_end_ns().to_string(),
+                c.nodes.len().to_string(),
+                (c.xrun as u8).to_string(),
+                (c.driver_late as u8).to_string(),
+            ]
+        }),
+    )
 }
 
 /// `clients.csv`: one line per client per cycle; empty fields where a time
 /// is unknown (a late client has no end date).
 pub fn write_clients_csv(p: &Profile, path: &Path) -> Result<(), ExportError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    w.write_record([
-        "cycle",
-        "client",
-        "uuid",
-        "signal_ns",
-        "awake_ns",
-        "finish_ns",
-        "scheduling_ns",
-        "duration_ns",
-        "cpu_ns",
-        "budget_ns",
-        "predicted_ns",
-        "late",
-    ])
-    .map_err(csv_err(path))?;
-    for c in &p.cycles {
-        for n in &c.nodes {
-            w.write_record([
-                c.cycle.to_string(),
-                p.name(n.uuid).to_string(),
-                n.uuid.to_string(),
-                opt(n.signal_ns),
-                opt(n.awake_ns),
-                opt(n.finish_ns),
-                opt(n.scheduling_ns()),
-                opt(n.duration_ns()),
-                opt(n.cpu_ns),
-                n.budget_ns.to_string(),
-                n.predicted_ns.to_string(),
-                (n.late as u8).to_string(),
-            ])
-            .map_err(csv_err(path))?;
-        }
-    }
-    w.flush().map_err(io(path))
+    write_csv(
+        path,
+        [
+            "cycle",
+            "client",
+            "uuid",
+            "signal_ns",
+            "awake_ns",
+            "finish_ns",
+            "scheduling_ns",
+            "duration_ns",
+            "cpu_ns",
+            "budget_ns",
+            "predicted_ns",
+            "late",
+        ],
+        p.cycles.iter().flat_map(|c| {
+            c.nodes.iter().map(move |n| {
+                [
+                    c.cycle.to_string(),
+                    p.name(n.uuid).to_string(),
+                    n.uuid.to_string(),
+                    opt(n.signal_ns),
+                    opt(n.awake_ns),
+                    opt(n.finish_ns),
+                    opt(n.scheduling_ns()),
+                    opt(n.duration_ns()),
+                    opt(n.cpu_ns),
+                    n.budget_ns.to_string(),
+                    n.predicted_ns.to_string(),
+                    (n.late as u8).to_string(),
+                ]
+            })
+        }),
+    )
 }
 
 /// `summary.csv`: the summary table, values in microseconds.
 pub fn write_summary_csv(s: &Summary, path: &Path) -> Result<(), ExportError> {
-    let mut w = csv::Writer::from_path(path).map_err(csv_err(path))?;
-    w.write_record([
-        "group", "measure", "unit", "n", "min", "max", "average", "std_dev",
-    ])
-    .map_err(csv_err(path))?;
-    for r in &s.rows {
-        let (unit, k) = match r.unit {
-            Unit::Us => ("us", 1e3),
-            Unit::Count => ("count", 1.0),
-        };
-        let f = |x: f64| format!("{:.3}", x / k);
-        w.write_record([
-            r.group.clone(),
-            r.measure.clone(),
-            unit.to_string(),
-            r.stats.n.to_string(),
-            f(r.stats.min),
-            f(r.stats.max),
-            f(r.stats.avg),
-            f(r.stats.std),
-        ])
-        .map_err(csv_err(path))?;
-    }
-    w.flush().map_err(io(path))
+    write_csv(
+        path,
+        [
+            "group", "measure", "unit", "n", "min", "max", "average", "std_dev",
+        ],
+        s.rows.iter().map(|r| {
+            let (unit, k) = match r.unit {
+                Unit::Us => ("us", 1e3),
+                Unit::Count => ("count", 1.0),
+            };
+            let f = |x: f64| format!("{:.3}", x / k);
+            [
+                r.group.clone(),
+                r.measure.clone(),
+                unit.to_string(),
+                r.stats.n.to_string(),
+                f(r.stats.min),
+                f(r.stats.max),
+                f(r.stats.avg),
+                f(r.stats.std),
+            ]
+        }),
+    )
 }
 
 fn esc(s: &str) -> String {
@@ -187,24 +198,24 @@ img {{ max-width: 100%; border: 1px solid #ddd; }}
 <p>{rate} Hz, {frames} frames per period ({period:.1} µs), {mode} mode; scheduling: {sched}.<br>
 {n} cycles ({span:.1} s, cycles {first}–{last}), {xr} with an xrun. The server's ring holds {ring:.1} s.</p>
 "#,
-        server = esc(&p.server),
-        rate = p.sample_rate,
-        frames = p.buffer_frames,
+        server = esc(&p.info.server),
+        rate = p.info.sample_rate,
+        frames = p.info.buffer_frames,
         period = p.period_ns() as f64 / 1e3,
-        mode = esc(&p.mode),
-        sched = esc(&p.sched),
+        mode = esc(&p.info.mode),
+        sched = esc(&p.info.sched),
         n = p.cycles.len(),
         span = span_s,
         first = p.cycles.first().map_or(0, |c| c.cycle),
         last = p.cycles.last().map_or(0, |c| c.cycle),
         xr = s.xruns,
-        ring = p.ring_seconds,
+        ring = p.info.ring_seconds,
     );
     if p.overwritten > 0 {
         let _ = writeln!(
             h,
             "<p class=\"warn\">{} older cycle(s) asked for had already been overwritten in the ring (it keeps the newest {:.1} s).</p>",
-            p.overwritten, p.ring_seconds
+            p.overwritten, p.info.ring_seconds
         );
     }
     h += "<p>Data: <a href=\"profile.json\">profile.json</a>, <a href=\"cycles.csv\">cycles.csv</a>, <a href=\"clients.csv\">clients.csv</a>, <a href=\"summary.csv\">summary.csv</a>, <a href=\"summary.txt\">summary.txt</a>.</p>\n";

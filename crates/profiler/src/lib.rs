@@ -28,18 +28,9 @@ pub use export::write_dir;
 /// A profile: consecutive cycles of a running server.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct Profile {
-    /// Server name.
-    pub server: String,
-    /// Sample rate (Hz).
-    pub sample_rate: u32,
-    /// Period (frames) at export time.
-    pub buffer_frames: u32,
-    /// "sync" or "async".
-    pub mode: String,
-    /// Scheduling of the graph's real-time threads, as the server describes it.
-    pub sched: String,
-    /// Seconds of history the server's ring holds at the current period.
-    pub ring_seconds: f64,
+    /// The server (its fields appear at the top level of the JSON).
+    #[serde(flatten)]
+    pub info: ServerInfo,
     /// Cycles that were asked for but had already been overwritten in the
     /// ring (it keeps the newest records), or were being overwritten while read.
     pub overwritten: u64,
@@ -144,19 +135,19 @@ impl CycleRow {
 }
 
 /// Server facts a reader adds to the raw records.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
 pub struct ServerInfo {
     /// Server name.
     pub server: String,
-    /// Sample rate.
+    /// Sample rate (Hz).
     pub sample_rate: u32,
-    /// Period (frames).
+    /// Period (frames) at export time.
     pub buffer_frames: u32,
-    /// "sync"/"async".
+    /// "sync" or "async".
     pub mode: String,
-    /// Scheduling description.
+    /// Scheduling of the graph's real-time threads, as the server describes it.
     pub sched: String,
-    /// Seconds the ring holds.
+    /// Seconds of history the server's ring holds at the current period.
     pub ring_seconds: f64,
 }
 
@@ -225,12 +216,7 @@ impl Profile {
             });
         }
         Profile {
-            server: info.server,
-            sample_rate: info.sample_rate,
-            buffer_frames: info.buffer_frames,
-            mode: info.mode,
-            sched: info.sched,
-            ring_seconds: info.ring_seconds,
+            info,
             overwritten,
             clients,
             cycles,

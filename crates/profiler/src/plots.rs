@@ -63,8 +63,6 @@ pub struct Chart<'a> {
     pub reference: Option<(&'a str, f64)>,
     /// x positions to mark with a thin red vertical line (xruns).
     pub marks: Vec<f64>,
-    /// Draw points instead of lines (CDFs and sparse data look better as lines; dense per-cycle data as lines too).
-    pub points: bool,
 }
 
 fn color(i: usize) -> RGBColor {
@@ -168,18 +166,13 @@ where
     }
     for (i, s) in ch.series.iter().enumerate() {
         let col = color(i);
-        let ann = if ch.points {
-            c.draw_series(s.points.iter().map(|&p| Circle::new(p, 2, col.filled())))
-                .map_err(e)?
-        } else {
-            c.draw_series(LineSeries::new(
-                s.points.iter().copied(),
-                col.stroke_width(1),
-            ))
-            .map_err(e)?
-        };
-        ann.label(s.name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
+        c.draw_series(LineSeries::new(
+            s.points.iter().copied(),
+            col.stroke_width(1),
+        ))
+        .map_err(e)?
+        .label(s.name.clone())
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], col.stroke_width(2)));
     }
     if let Some((label, y)) = ch.reference {
         c.draw_series(DashedLineSeries::new(
@@ -202,37 +195,48 @@ where
     Ok(())
 }
 
-/// Renders a figure made of charts (stacked in a grid of `cols` columns) as
-/// `base.png` and `base.svg`; returns both paths.
-pub fn render(base: &Path, charts: &[Chart<'_>], cols: usize) -> Result<Vec<PathBuf>, PlotError> {
-    let cols = cols.max(1);
-    let rows = charts.len().div_ceil(cols).max(1);
+/// Fills `root` with `charts` stacked in one column and writes it out.
+fn paint<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    charts: &[Chart<'_>],
+    path: &Path,
+) -> Result<(), PlotError>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE).map_err(|x| x.to_string())?;
+    for (a, ch) in root
+        .split_evenly((charts.len().max(1), 1))
+        .iter()
+        .zip(charts)
+    {
+        draw(a, ch)?;
+    }
+    root.present()
+        .map_err(|x| format!("{}: {x}", path.display()))
+}
+
+/// Renders a figure made of charts (stacked in one column) as `base.png`
+/// and `base.svg`; returns both paths.
+pub fn render(base: &Path, charts: &[Chart<'_>]) -> Result<Vec<PathBuf>, PlotError> {
     // One chart: the standard size; several: a column of shorter charts.
     let size = if charts.len() > 1 {
-        (SIZE.0, (SIZE.1 / 2 + 40) * rows as u32)
+        (SIZE.0, (SIZE.1 / 2 + 40) * charts.len() as u32)
     } else {
         SIZE
     };
     let png = base.with_extension("png");
     let svg = base.with_extension("svg");
-    {
-        let root = BitMapBackend::new(&png, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| x.to_string())?;
-        for (a, ch) in root.split_evenly((rows, cols)).iter().zip(charts) {
-            draw(a, ch)?;
-        }
-        root.present()
-            .map_err(|x| format!("{}: {x}", png.display()))?;
-    }
-    {
-        let root = SVGBackend::new(&svg, size).into_drawing_area();
-        root.fill(&WHITE).map_err(|x| x.to_string())?;
-        for (a, ch) in root.split_evenly((rows, cols)).iter().zip(charts) {
-            draw(a, ch)?;
-        }
-        root.present()
-            .map_err(|x| format!("{}: {x}", svg.display()))?;
-    }
+    paint(
+        BitMapBackend::new(&png, size).into_drawing_area(),
+        charts,
+        &png,
+    )?;
+    paint(
+        SVGBackend::new(&svg, size).into_drawing_area(),
+        charts,
+        &svg,
+    )?;
     Ok(vec![png, svg])
 }
 
@@ -306,7 +310,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let title = |what: &str| {
         format!(
             "{what} — {} Hz, {} frames, {}",
-            p.sample_rate, p.buffer_frames, p.mode
+            p.info.sample_rate, p.info.buffer_frames, p.info.mode
         )
     };
     let mut out = Vec::new();
@@ -320,9 +324,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             series: vec![driver(p, |c| c.measured_period_ns)],
             reference: Some(("nominal period", period)),
             marks: marks.clone(),
-            points: false,
         }],
-        1,
     )?);
     let t = title("Driver end date");
     out.extend(render(
@@ -334,9 +336,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             series: vec![driver(p, |c| Some(c.driver_end_ns))],
             reference: Some(("period", period)),
             marks: marks.clone(),
-            points: false,
         }],
-        1,
     )?);
     let t = title("Clients end date");
     let mut s = per_client(p, |n| n.finish_ns);
@@ -350,9 +350,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             series: s,
             reference: Some(("period", period)),
             marks: marks.clone(),
-            points: false,
         }],
-        1,
     )?);
     let t = title("Clients scheduling latency (awake - signal)");
     out.extend(render(
@@ -364,9 +362,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             series: per_client(p, |n| n.scheduling_ns()),
             reference: None,
             marks: marks.clone(),
-            points: false,
         }],
-        1,
     )?);
     let t = title("Clients duration (finish - awake)");
     out.extend(render(
@@ -378,9 +374,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             series: per_client(p, |n| n.duration_ns()),
             reference: None,
             marks: marks.clone(),
-            points: false,
         }],
-        1,
     )?);
     let t = title("CPU time per cycle");
     let mut s = per_client(p, |n| n.cpu_ns);
@@ -394,9 +388,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             series: s,
             reference: None,
             marks: marks.clone(),
-            points: false,
         }],
-        1,
     )?);
     // Reservations: one chart per thread that had a budget.
     let mut titles = Vec::new();
@@ -450,10 +442,9 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
                 series,
                 reference: None,
                 marks: marks.clone(),
-                points: false,
             })
             .collect();
-        out.extend(render(&dir.join("reservations"), &charts, 1)?);
+        out.extend(render(&dir.join("reservations"), &charts)?);
     }
     let t = title("CDF of the driver period");
     out.extend(render(
@@ -471,9 +462,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             )],
             reference: None,
             marks: vec![],
-            points: false,
         }],
-        1,
     )?);
     let t = title("CDF of the end dates");
     let mut s = vec![cdf(
@@ -494,9 +483,7 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             series: s,
             reference: None,
             marks: vec![],
-            points: false,
         }],
-        1,
     )?);
     Ok(out)
 }

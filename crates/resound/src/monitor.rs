@@ -9,7 +9,7 @@
 //! budgets, with xruns marked; plus a table of the clients. `/api/profile`
 //! returns the same window as the profile JSON of `resound profile`.
 
-use crate::profile::read_profile;
+use crate::profile::{profile_from, read_profile};
 use resound_client::ControlSession;
 use resound_profiler::plots::{self, Chart, Series};
 use resound_profiler::Profile;
@@ -56,7 +56,6 @@ pub fn charts(p: &Profile) -> Result<serde_json::Value, String> {
             series: vec![plots::driver(p, |c| c.measured_period_ns)],
             reference: Some(("nominal", period)),
             marks: marks.clone(),
-            points: false,
         },
         size,
     )?;
@@ -78,7 +77,6 @@ pub fn charts(p: &Profile) -> Result<serde_json::Value, String> {
             ],
             reference: Some(("period", period)),
             marks: marks.clone(),
-            points: false,
         },
         size,
     )?;
@@ -90,7 +88,6 @@ pub fn charts(p: &Profile) -> Result<serde_json::Value, String> {
             series: plots::per_client(p, |n| n.duration_ns()),
             reference: None,
             marks: marks.clone(),
-            points: false,
         },
         size,
     )?;
@@ -111,7 +108,6 @@ pub fn charts(p: &Profile) -> Result<serde_json::Value, String> {
             series: budgets,
             reference: None,
             marks,
-            points: false,
         },
         size,
     )?;
@@ -125,7 +121,7 @@ pub fn charts(p: &Profile) -> Result<serde_json::Value, String> {
 
 fn frame(conn: &Conn, window: f64) -> Result<serde_json::Value, String> {
     let st = conn.ctl.status().map_err(|e| e.to_string())?;
-    let p = read_profile(&conn.ctl, conn.seg.ring(), Some(window))?;
+    let p = profile_from(&st, conn.seg.ring(), Some(window));
     let clients: Vec<serde_json::Value> = st
         .clients
         .iter()

@@ -5,6 +5,7 @@
 use resound_client::ControlSession;
 use resound_profiler::{Profile, ServerInfo};
 use resound_protocol::profile::ProfileRing;
+use resound_protocol::wire::Status;
 use std::path::PathBuf;
 
 /// Options of `resound profile`.
@@ -36,6 +37,12 @@ pub fn read_profile(
     last: Option<f64>,
 ) -> Result<Profile, String> {
     let st = ctl.status().map_err(|e| e.to_string())?;
+    Ok(profile_from(&st, ring, last))
+}
+
+/// As [`read_profile`], with a status the caller already has (rate, period,
+/// mode, current client names).
+pub fn profile_from(st: &Status, ring: &ProfileRing, last: Option<f64>) -> Profile {
     let period_ns = st.buffer_frames as f64 * 1e9 / st.sample_rate.max(1) as f64;
     let written = ring.cycles_written();
     let cap = ring.layout().cycle_capacity as u64;
@@ -53,7 +60,7 @@ pub fn read_profile(
         .map(|(uuid, _, _, name)| (uuid, name))
         .collect();
     names.extend(st.clients.iter().map(|c| (c.uuid, c.name.clone())));
-    Ok(Profile::from_records(
+    Profile::from_records(
         ServerInfo {
             server: st.server.clone(),
             sample_rate: st.sample_rate,
@@ -65,7 +72,7 @@ pub fn read_profile(
         &records,
         &names,
         lost,
-    ))
+    )
 }
 
 /// Runs `resound profile`.
@@ -80,14 +87,14 @@ pub fn run(server: Option<&str>, a: ProfileArgs) -> Result<(), String> {
         "read {} cycles ({:.1} s) of server {:?} with {} client(s); writing {} ...",
         p.cycles.len(),
         p.cycles.len() as f64 * p.period_ns() as f64 / 1e9,
-        p.server,
+        p.info.server,
         p.clients.len(),
         a.out.display()
     );
     if p.overwritten > 0 {
         eprintln!(
             "note: {} older cycle(s) had already been overwritten (the ring keeps the newest {:.1} s; resoundd --profile-seconds sets it)",
-            p.overwritten, p.ring_seconds
+            p.overwritten, p.info.ring_seconds
         );
     }
     let t0 = std::time::Instant::now();
