@@ -624,11 +624,7 @@ impl Client {
         load_name: &str,
         load_init: &str,
     ) -> Result<InternalClientInfo> {
-        expect_internal(self.request(Request::LoadInternal {
-            client_name: client_name.into(),
-            load_name: load_name.into(),
-            init: load_init.into(),
-        })?)
+        expect_internal(self.request(load_internal_request(client_name, load_name, load_init))?)
     }
 
     /// Unloads an internal client by uuid.
@@ -1084,6 +1080,14 @@ pub struct InternalClientInfo {
     pub uuid: u64,
     /// Its actual name.
     pub name: String,
+}
+
+fn load_internal_request(client_name: &str, load_name: &str, load_init: &str) -> Request {
+    Request::LoadInternal {
+        client_name: client_name.into(),
+        load_name: load_name.into(),
+        init: load_init.into(),
+    }
 }
 
 fn expect_internal(r: Reply) -> Result<InternalClientInfo> {
@@ -1931,11 +1935,7 @@ impl ControlSession {
         load_name: &str,
         load_init: &str,
     ) -> Result<InternalClientInfo> {
-        expect_internal(self.request(Request::LoadInternal {
-            client_name: client_name.into(),
-            load_name: load_name.into(),
-            init: load_init.into(),
-        })?)
+        expect_internal(self.request(load_internal_request(client_name, load_name, load_init))?)
     }
 
     /// Unloads an internal client by uuid.

@@ -852,6 +852,24 @@ setter!(
     JackPropertyChangeCallback
 );
 
+/// Sets one of the two process models, a process callback or a thread
+/// function: they exclude each other, as in jackd.
+fn set_process_model(
+    lc: &LjClient,
+    func: &str,
+    other_is_set: impl FnOnce(&Callbacks) -> bool,
+    other: &str,
+    set: impl FnOnce(&mut Callbacks),
+) -> c_int {
+    if other_is_set(&lc.cbs.lock().unwrap_or_else(|e| e.into_inner())) {
+        ffi::error(&format!(
+            "{func}: a {other} has already been set up, both models cannot be used at the same time"
+        ));
+        return -1;
+    }
+    lc.set_cb(func, set)
+}
+
 /// # Safety
 /// `client` is NULL or an open client.
 #[no_mangle]
@@ -865,18 +883,13 @@ pub unsafe extern "C" fn jack_set_process_callback(
         let Some(lc) = (unsafe { self::client(client, "jack_set_process_callback") }) else {
             return -1;
         };
-        if lc
-            .cbs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .thread
-            .f
-            .is_some()
-        {
-            ffi::error("jack_set_process_callback: a thread callback has already been set up, both models cannot be used at the same time");
-            return -1;
-        }
-        lc.set_cb("jack_set_process_callback", |c| c.process = Cb { f, arg })
+        set_process_model(
+            lc,
+            "jack_set_process_callback",
+            |c| c.thread.f.is_some(),
+            "thread callback",
+            |c| c.process = Cb { f, arg },
+        )
     })
 }
 
@@ -893,18 +906,13 @@ pub unsafe extern "C" fn jack_set_process_thread(
         let Some(lc) = (unsafe { self::client(client, "jack_set_process_thread") }) else {
             return -1;
         };
-        if lc
-            .cbs
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .process
-            .f
-            .is_some()
-        {
-            ffi::error("jack_set_process_thread: a process callback has already been set up, both models cannot be used at the same time");
-            return -1;
-        }
-        lc.set_cb("jack_set_process_thread", |c| c.thread = Cb { f, arg })
+        set_process_model(
+            lc,
+            "jack_set_process_thread",
+            |c| c.process.f.is_some(),
+            "process callback",
+            |c| c.thread = Cb { f, arg },
+        )
     })
 }
 
