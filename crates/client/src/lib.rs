@@ -29,17 +29,17 @@
 //! `assert_no_alloc`: with the `AllocDisabler` global allocator installed (as
 //! resound's own tools do) an allocation there aborts the program.
 
-use resound_protocol::cycle::{input_buffer, signal_downstream};
-use resound_protocol::limits::{self, AUDIO_TYPE, MIDI_TYPE};
-use resound_protocol::shm::{self, client_state, port_flags, NodeStatus, Table, View};
-use resound_protocol::sync::{futex, switch, Ordering};
-use resound_protocol::time::{monotonic_ns, thread_cpu_ns};
-pub use resound_protocol::transport::{Position, Transport};
-use resound_protocol::transport::{TransportCell, TransportReader, RT_TRIES};
 use resound_protocol::wire::{
     self, Envelope, ErrorCode, FrameError, Hello, HelloKind, Notification, PortInfo, Reply,
     Request, ServerMsg, Status, Welcome, WireError,
 };
+use resound_shm::cycle::{input_buffer, signal_downstream};
+use resound_shm::limits::{self, AUDIO_TYPE, MIDI_TYPE};
+use resound_shm::sync::{futex, switch, Ordering};
+use resound_shm::time::{monotonic_ns, thread_cpu_ns};
+pub use resound_shm::transport::{Position, Transport};
+use resound_shm::transport::{TransportCell, TransportReader, RT_TRIES};
+use resound_shm::{self as shm, client_state, port_flags, NodeStatus, Table, View};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender, TryRecvError};
@@ -195,7 +195,7 @@ impl Port {
     /// This cycle's MIDI events at a MIDI input (merged in time order when
     /// several outputs are connected).
     pub fn midi_in<'s>(&'s self, ps: &'s ProcessScope<'_>) -> MidiIn<'s> {
-        let buf = resound_protocol::cycle::midi_input_buffer(
+        let buf = resound_shm::cycle::midi_input_buffer(
             ps.view, &ps.table, self.id, self.slot, ps.frames,
         );
         MidiIn {
@@ -213,7 +213,7 @@ impl Port {
             .map_or(std::ptr::null_mut(), |p| p as *mut u8);
         if !buf.is_null() {
             // SAFETY: our own output port's buffer (≥ MIDI_BUFFER_BYTES, aligned).
-            unsafe { resound_protocol::midi::init(buf, ps.frames as u32) };
+            unsafe { resound_shm::midi::init(buf, ps.frames as u32) };
         }
         MidiOut {
             buf,
@@ -245,10 +245,10 @@ impl<'a> Iterator for MidiIn<'a> {
         // segment (a port buffer or the silence buffer) valid for 'a; `event`
         // checks every range, so the slice lies inside it.
         unsafe {
-            while self.next < resound_protocol::midi::event_count(self.buf) {
+            while self.next < resound_shm::midi::event_count(self.buf) {
                 let i = self.next;
                 self.next += 1;
-                if let Some(e) = resound_protocol::midi::event(self.buf, i) {
+                if let Some(e) = resound_shm::midi::event(self.buf, i) {
                     return Some(MidiEvent {
                         time: e.time,
                         bytes: std::slice::from_raw_parts(e.data, e.size as usize),
@@ -268,16 +268,12 @@ pub struct MidiOut<'a> {
 
 impl MidiOut<'_> {
     /// Writes an event at frame `time` (times must not decrease).
-    pub fn write(
-        &mut self,
-        time: u32,
-        bytes: &[u8],
-    ) -> Result<(), resound_protocol::midi::WriteError> {
+    pub fn write(&mut self, time: u32, bytes: &[u8]) -> Result<(), resound_shm::midi::WriteError> {
         if self.buf.is_null() {
-            return Err(resound_protocol::midi::WriteError::Invalid);
+            return Err(resound_shm::midi::WriteError::Invalid);
         }
         // SAFETY: our own port's MIDI buffer, initialised by midi_out.
-        unsafe { resound_protocol::midi::write(self.buf, time, bytes.as_ptr(), bytes.len()) }
+        unsafe { resound_shm::midi::write(self.buf, time, bytes.as_ptr(), bytes.len()) }
     }
 }
 
@@ -809,19 +805,19 @@ impl Client {
 
     /// Starts the transport (real-time safe: a write into shared memory).
     pub fn transport_start(&self) {
-        self.transport_command(resound_protocol::transport::command::START);
+        self.transport_command(resound_shm::transport::command::START);
     }
 
     /// Stops the transport (real-time safe).
     pub fn transport_stop(&self) {
-        self.transport_command(resound_protocol::transport::command::STOP);
+        self.transport_command(resound_shm::transport::command::STOP);
     }
 
     /// Requests a new transport position (real-time safe). Only the frame and
     /// the BBT/timecode fields named in `pos.valid` count; other valid bits
     /// are an error (as JACK's EINVAL).
     pub fn transport_reposition(&self, pos: &Position) -> Result<()> {
-        use resound_protocol::transport::valid;
+        use resound_shm::transport::valid;
         if pos.valid & !valid::REQUESTABLE != 0 {
             return Err(Error::State(
                 "a reposition may only carry BBT and timecode fields",
@@ -1284,15 +1280,15 @@ fn process_thread(
 ) {
     let prio = inner.view.header().client_priority;
     let sched = if prio > 0 {
-        match resound_protocol::rt::set_fifo(prio) {
-            Ok(()) => resound_protocol::rt::policy_of(0),
+        match resound_sched::apply(0, &resound_sched::Policy::Fifo { priority: prio }) {
+            Ok(()) => resound_sched::describe_thread(0),
             Err(e) => format!("SCHED_OTHER (SCHED_FIFO {prio} refused: {e})"),
         }
     } else {
         "SCHED_OTHER".into()
     };
     *inner.rt_sched.lock().unwrap_or_else(|e| e.into_inner()) = sched;
-    let tid = resound_protocol::rt::gettid();
+    let tid = resound_sched::policy::gettid();
     inner.rt_tid.store(tid as u32, Ordering::Relaxed);
     if inner.view.record(inner.slot).is_none() {
         return;
@@ -1336,7 +1332,7 @@ fn process_thread(
     }
     while ctx.wait().is_some() {}
     // Leave any reservation the server gave this thread, ourselves, while running.
-    let _ = resound_protocol::rt::set_other();
+    let _ = resound_sched::drop_own_reservation();
 }
 
 /// Silences every output port of client `slot` for a cycle of `frames`
@@ -1357,7 +1353,7 @@ pub fn silence_outputs(view: &View, table: &Table<'_>, slot: u32, frames: usize)
             // only its owner writes it.
             unsafe {
                 if ty == shm::port_type::MIDI {
-                    resound_protocol::midi::init(b as *mut u8, frames as u32);
+                    resound_shm::midi::init(b as *mut u8, frames as u32);
                 } else {
                     std::slice::from_raw_parts_mut(b, frames).fill(0.0);
                 }
@@ -1559,8 +1555,7 @@ impl RtContext {
             rec.status
                 .store(NodeStatus::Finished as u32, Ordering::Release);
             signal_downstream(view, &view.table(c.table), inner.slot, c.cycle);
-            rec.cpu_ns
-                .store(thread_cpu_ns().saturating_sub(self.cpu0), Ordering::Relaxed);
+            rec.store_cpu(c.cycle, thread_cpu_ns().saturating_sub(self.cpu0));
         });
         if ctl == Control::Quit {
             self.request_quit();
@@ -1619,11 +1614,11 @@ impl RtContext {
         let new_pos = self.tb_gen != Some(gen) || self.tb_locate != t.locate_gen;
         self.tb_gen = Some(gen);
         self.tb_locate = t.locate_gen;
-        if !new_pos && t.state != resound_protocol::transport::state::ROLLING {
+        if !new_pos && t.state != resound_shm::transport::state::ROLLING {
             return None;
         }
         let mut next = t.pos;
-        if t.state == resound_protocol::transport::state::ROLLING {
+        if t.state == resound_shm::transport::state::ROLLING {
             next.frame = next.frame.wrapping_add(c.frames as u32);
         }
         Some((t.state, next, new_pos))
@@ -1834,14 +1829,14 @@ impl ControlSession {
     }
 
     /// Connects as a control session that also maps the server's profile
-    /// ring (`resound_protocol::profile`), read-only.
+    /// ring (`resound_shm::profile`), read-only.
     pub fn connect_profile(
         server: Option<&str>,
         dir: Option<&std::path::Path>,
-    ) -> Result<(ControlSession, resound_protocol::profile::ProfileSegment)> {
+    ) -> Result<(ControlSession, resound_shm::profile::ProfileSegment)> {
         let (s, fd) = Self::connect_kind(server, dir, HelloKind::Profile)?;
         let fd = fd.ok_or(Error::State("the server sent no profile segment"))?;
-        Ok((s, resound_protocol::profile::ProfileSegment::open(fd)?))
+        Ok((s, resound_shm::profile::ProfileSegment::open(fd)?))
     }
 
     fn connect_kind(

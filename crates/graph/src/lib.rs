@@ -24,11 +24,11 @@
 //! Threads: everything here runs on the server's control thread, under the
 //! server's state lock. Nothing is real-time.
 
-use resound_protocol::limits::{CLIENT_NAME_MAX, PORT_NAME_MAX};
-use resound_protocol::shm::{
-    self, client_state, port_flags, port_type, Capacities, ClientEntry, PortEntry,
-};
 use resound_protocol::wire::{ErrorCode, WireError};
+use resound_shm::limits::{CLIENT_NAME_MAX, PORT_NAME_MAX};
+use resound_shm::{
+    self as shm, client_state, port_flags, port_type, Capacities, ClientEntry, PortEntry,
+};
 
 /// Slot of the driver node.
 pub const DRIVER: u32 = 0;
@@ -161,8 +161,8 @@ pub fn check_client_name(name: &str) -> Result<(), WireError> {
 /// Maps a JACK port type name to a [`port_type`] value.
 pub fn port_type_of(name: &str) -> Option<u32> {
     match name {
-        resound_protocol::limits::AUDIO_TYPE => Some(port_type::AUDIO),
-        resound_protocol::limits::MIDI_TYPE => Some(port_type::MIDI),
+        resound_shm::limits::AUDIO_TYPE => Some(port_type::AUDIO),
+        resound_shm::limits::MIDI_TYPE => Some(port_type::MIDI),
         _ => None,
     }
 }
@@ -170,9 +170,9 @@ pub fn port_type_of(name: &str) -> Option<u32> {
 /// The JACK type name of a [`port_type`] value.
 pub fn port_type_name(t: u32) -> &'static str {
     if t == port_type::MIDI {
-        resound_protocol::limits::MIDI_TYPE
+        resound_shm::limits::MIDI_TYPE
     } else {
-        resound_protocol::limits::AUDIO_TYPE
+        resound_shm::limits::AUDIO_TYPE
     }
 }
 

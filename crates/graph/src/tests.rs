@@ -1,7 +1,7 @@
 use super::*;
 use proptest::prelude::*;
-use resound_protocol::limits::{AUDIO_TYPE, MIDI_TYPE};
-use resound_protocol::sync::{activation, AtomicU64};
+use resound_shm::limits::{AUDIO_TYPE, MIDI_TYPE};
+use resound_shm::sync::{activation, AtomicU64};
 
 const IN: u32 = port_flags::IS_INPUT;
 const OUT: u32 = port_flags::IS_OUTPUT;

@@ -22,8 +22,8 @@
 use crate::ffi::{self, *};
 use crate::port::LjPort;
 use resound_client::{Client, Code, Control, Error, Event, OpenOptions, RtContext};
-use resound_protocol::shm::port_flags;
-use resound_protocol::sync::Ordering;
+use resound_shm::port_flags;
+use resound_shm::sync::Ordering;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize};
@@ -1012,7 +1012,7 @@ pub unsafe extern "C" fn jack_get_client_name(client: *mut c_void) -> *mut c_cha
 
 #[no_mangle]
 pub extern "C" fn jack_client_name_size() -> c_int {
-    crate::ffi::guard(0, || resound_protocol::limits::CLIENT_NAME_MAX as c_int + 1)
+    crate::ffi::guard(0, || resound_shm::limits::CLIENT_NAME_MAX as c_int + 1)
 }
 
 /// # Safety

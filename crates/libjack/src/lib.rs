@@ -122,8 +122,8 @@ pub extern "C" fn resound_libjack_abi() -> *const c_char {
             size!(jack_session_command_t);
             off!(jack_session_command_t, uuid, client_name, command, flags);
             // The values this library uses for the headers' enums and constants.
-            use resound_protocol::shm::port_flags as pf;
-            use resound_protocol::transport::{state, valid};
+            use resound_shm::port_flags as pf;
+            use resound_shm::transport::{state, valid};
             let consts: &[(&str, i64)] = &[
                 ("JackNullOption", 0),
                 ("JackNoStartServer", options::NO_START_SERVER as i64),

@@ -1,8 +1,8 @@
-//! midiport.h on resound's MIDI buffer format ([`resound_protocol::midi`]).
+//! midiport.h on resound's MIDI buffer format ([`resound_shm::midi`]).
 //! Real-time safe: no allocation, no lock, no message.
 
 use crate::ffi::*;
-use resound_protocol::midi;
+use resound_shm::midi;
 use std::ffi::{c_int, c_void};
 
 /// # Safety
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn jack_midi_reset_buffer(buf: *mut c_void) {
             unsafe {
                 let b = buf as *mut u8;
                 let n = match midi::nframes(b) {
-                    0 => resound_protocol::limits::MAX_BUFFER_FRAMES,
+                    0 => resound_shm::limits::MAX_BUFFER_FRAMES,
                     n => n,
                 };
                 midi::init(b, n);

@@ -16,11 +16,11 @@
 use crate::client::{client, LjClient};
 use crate::ffi::{self, *};
 use resound_client::{Code, Error, PortSnap};
-use resound_protocol::cycle::{input_buffer, midi_input_buffer};
-use resound_protocol::limits::{AUDIO_TYPE, MIDI_TYPE, PORT_NAME_MAX, PORT_TYPE_MAX};
-use resound_protocol::midi;
-use resound_protocol::shm::{port_flags, port_type, Table};
-use resound_protocol::sync::Ordering;
+use resound_shm::cycle::{input_buffer, midi_input_buffer};
+use resound_shm::limits::{AUDIO_TYPE, MIDI_TYPE, PORT_NAME_MAX, PORT_TYPE_MAX};
+use resound_shm::midi;
+use resound_shm::sync::Ordering;
+use resound_shm::{port_flags, port_type, Table};
 use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
 use std::sync::atomic::AtomicU32;
 
@@ -622,7 +622,7 @@ pub unsafe extern "C" fn jack_port_get_aliases(
         };
         let mut n = 0;
         for a in e.aliases.iter() {
-            let s = resound_protocol::shm::get_name(a);
+            let s = resound_shm::get_name(a);
             if s.is_empty() {
                 continue;
             }

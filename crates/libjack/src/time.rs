@@ -4,8 +4,8 @@
 
 use crate::client::{client, LjClient};
 use crate::ffi::{self, *};
-use resound_protocol::sync::Ordering;
-use resound_protocol::time::monotonic_ns;
+use resound_shm::sync::Ordering;
+use resound_shm::time::monotonic_ns;
 use std::ffi::{c_int, c_void};
 
 /// (frame time, start ns, next start ns, frames) of the current cycle.

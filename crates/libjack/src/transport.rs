@@ -6,8 +6,8 @@
 use crate::client::{client, Cb};
 use crate::ffi::{self, *};
 use resound_client::Code;
-use resound_protocol::time::monotonic_ns;
-use resound_protocol::transport::{state, valid};
+use resound_shm::time::monotonic_ns;
+use resound_shm::transport::{state, valid};
 use std::ffi::{c_int, c_void};
 
 /// # Safety

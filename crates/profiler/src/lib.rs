@@ -3,7 +3,7 @@
 //! The per-cycle timing model of seed 003 (timing measurements in JACK2) and
 //! what can be done with it off the real-time path. The server's driver
 //! thread writes one record per cycle into the profile ring
-//! (`resound_protocol::profile`); this crate turns what a reader copied out
+//! (`resound_shm::profile`); this crate turns what a reader copied out
 //! of the ring into a [`Profile`] (times relative to each cycle's start,
 //! clients named), computes the seeds' summary tables ([`Summary`]: min,
 //! max, average, standard deviation), and writes everything for a person
@@ -19,7 +19,7 @@
 pub mod export;
 pub mod plots;
 
-use resound_protocol::profile::{cycle_flags, node_flags, CycleData, NodeData};
+use resound_shm::profile::{cycle_flags, node_flags, CycleData, NodeData};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 

@@ -1,5 +1,5 @@
 use super::*;
-use resound_protocol::profile::{cycle_flags, node_flags, CycleData, NodeData};
+use resound_shm::profile::{cycle_flags, node_flags, CycleData, NodeData};
 
 /// A synthetic trace: `n` cycles of 1 ms; client 1 runs 100-300 us, client 2
 /// 300-600 us; cycle 5 has an xrun where client 2 is late.

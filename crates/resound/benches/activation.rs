@@ -20,9 +20,9 @@
 //! server is stopped by a drop guard, on error paths too.
 
 use resound_client::{Client, Control, ControlSession, OpenOptions, PortFlags, PortKind};
-use resound_protocol::shm::ActivationRecord;
-use resound_protocol::sync::futex::{bump_and_wake, wait_changed, Wait};
-use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use resound_shm::sync::futex::{bump_and_wake, wait_changed, Wait};
+use resound_shm::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use resound_shm::ActivationRecord;
 use std::io::{BufRead, BufReader};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
@@ -267,7 +267,7 @@ fn child_main(fd: &str) -> i32 {
         }
     };
     let p = shm.page();
-    let fifo = resound_protocol::rt::set_fifo(RAW_PRIO).is_ok();
+    let fifo = resound_sched::apply(0, &resound_sched::Policy::Fifo { priority: RAW_PRIO }).is_ok();
     p.child_policy
         .store(if fifo { 1 } else { 2 }, Ordering::Relaxed);
     let mut seen = p.ping.word.load(Ordering::Acquire);
@@ -466,7 +466,7 @@ impl RawBench {
         let child_fifo = self.child_fifo;
         let (policy, t, pc) = std::thread::scope(|s| {
             s.spawn(|| -> Res<_> {
-                let fifo = resound_protocol::rt::set_fifo(RAW_PRIO).is_ok();
+                let fifo = resound_sched::apply(0, &resound_sched::Policy::Fifo { priority: RAW_PRIO }).is_ok();
                 let policy = match (fifo, child_fifo) {
                     (true, true) => format!("SCHED_FIFO {RAW_PRIO} (both processes)"),
                     (a, b) => format!(
@@ -925,7 +925,7 @@ fn hop_latency(resoundd: &Path, tool: &Path, extra: &[&str]) -> Res<HopResult> {
 // ---------------------------------------------------------------------------
 // 3. Driver CPU per cycle
 
-/// Samples `record(0).cpu_ns` once per cycle from this (non-client) thread for
+/// Samples `record(0)`'s CPU time once per cycle from this (non-client) thread for
 /// `dur`. The driver stores it at the end of each cycle, so it is read 3/4 of
 /// a period after the cycle began and kept only if the cycle did not change
 /// around the read.
@@ -948,7 +948,7 @@ fn sample_driver_cpu(c: &Client, dur: Duration) -> Vec<u64> {
         }
         sleep_until(t.start_ns + period * 3 / 4);
         let c1 = h.cycle.load(Ordering::Acquire);
-        let cpu = r0.cpu_ns.load(Ordering::Relaxed);
+        let cpu = r0.last_cpu().1;
         let c2 = h.cycle.load(Ordering::Acquire);
         if c1 == cycle && c2 == cycle {
             out.push(cpu);
@@ -999,7 +999,7 @@ fn driver_cpu(resoundd: &Path, tool: &Path, clients: usize, profiling: bool) -> 
 /// after sweeping 16 MiB through the caches, as when the driver comes back
 /// to the ring one period later).
 fn profile_write_cost() -> (Option<Stats>, Option<Stats>) {
-    use resound_protocol::profile::{CycleData, NodeData, ProfileLayout, ProfileSegment};
+    use resound_shm::profile::{CycleData, NodeData, ProfileLayout, ProfileSegment};
     progress("profile record write cost (in-process)");
     let l = ProfileLayout::for_history(30.0, RATE, FRAMES, 16, 64);
     let Ok(seg) = ProfileSegment::create(l) else {

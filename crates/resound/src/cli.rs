@@ -3,8 +3,8 @@
 
 use clap::{Parser, Subcommand};
 use resound_client::ControlSession;
-use resound_protocol::shm::port_flags;
 use resound_protocol::wire::{PortInfo, Status};
+use resound_shm::port_flags;
 
 #[derive(Debug, Parser)]
 #[command(name = "resound", version, about = "Control a running resound server")]

@@ -26,9 +26,9 @@
 
 use clap::{Args, ValueEnum};
 use resound_client::{Client, ControlSession, OpenOptions};
-use resound_protocol::shm::{Timer, View};
-use resound_protocol::time::{monotonic_ns, sleep_until};
 use resound_protocol::wire::Status;
+use resound_shm::time::{monotonic_ns, sleep_until};
+use resound_shm::{Timer, View};
 use serde_json::json;
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, IsTerminal, Write};
@@ -453,7 +453,7 @@ enum Judged {
     Lost,
 }
 
-fn judge(rec: &resound_protocol::shm::ActivationRecord, k: u64) -> Judged {
+fn judge(rec: &resound_shm::ActivationRecord, k: u64) -> Judged {
     let c1 = rec.cycle.load(Ordering::Acquire);
     let f1 = rec.finished_cycle.load(Ordering::Acquire);
     let ns = rec.finish_ns.load(Ordering::Acquire);
@@ -516,8 +516,13 @@ fn poll_chain(
         ends: Vec::with_capacity(cap),
         ..Default::default()
     };
-    log.sched = match resound_protocol::rt::set_fifo(POLLER_PRIO) {
-        Ok(()) => resound_protocol::rt::policy_of(0),
+    log.sched = match resound_sched::apply(
+        0,
+        &resound_sched::Policy::Fifo {
+            priority: POLLER_PRIO,
+        },
+    ) {
+        Ok(()) => resound_sched::describe_thread(0),
         Err(e) => format!("SCHED_OTHER (SCHED_FIFO {POLLER_PRIO} refused: {e})"),
     };
     let Some(rec) = view.record(last) else {
@@ -538,7 +543,7 @@ fn poll_chain(
             pending.push_back((t.cycle, t.start_ns));
             seen = t.cycle;
             for (sum, r) in log.cpu_sum.iter_mut().zip(&recs) {
-                *sum += r.map_or(0, |r| r.cpu_ns.load(Ordering::Relaxed)) as u128;
+                *sum += r.map_or(0, |r| r.last_cpu().1) as u128;
             }
             log.cpu_n += 1;
         }

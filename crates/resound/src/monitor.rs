@@ -13,7 +13,7 @@ use crate::profile::{profile_from, read_profile};
 use resound_client::ControlSession;
 use resound_profiler::plots::{self, Chart, Series};
 use resound_profiler::Profile;
-use resound_protocol::profile::ProfileSegment;
+use resound_shm::profile::ProfileSegment;
 use serde_json::json;
 
 /// Options of `resound monitor`.

@@ -4,8 +4,8 @@
 
 use resound_client::ControlSession;
 use resound_profiler::{Profile, ServerInfo};
-use resound_protocol::profile::ProfileRing;
 use resound_protocol::wire::Status;
+use resound_shm::profile::ProfileRing;
 use std::path::PathBuf;
 
 /// Options of `resound profile`.

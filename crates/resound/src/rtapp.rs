@@ -16,7 +16,7 @@
 //! `{"event":"final","jobs":..,"misses":..,"resp_p50_us":..,"resp_p99_us":..,"resp_max_us":..,"policy":"SCHED_FIFO 50",...}`.
 
 use clap::Args;
-use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use resound_shm::time::{monotonic_ns, sleep_until, thread_cpu_ns};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -220,7 +220,7 @@ pub fn run(a: RtappArgs) -> Result<(), String> {
     // faults in the histogram, so jobs take no page faults.
     // SAFETY: mlockall has no memory-safety preconditions.
     let locked = unsafe { libc::mlockall(libc::MCL_CURRENT) } == 0;
-    let policy = resound_protocol::rt::policy_of(0);
+    let policy = resound_sched::describe_thread(0);
     println!(
         "{}",
         json!({"event": "ready", "policy": policy, "period_us": a.period_us, "run_us": a.run_us, "mlocked": locked})

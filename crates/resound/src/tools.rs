@@ -310,7 +310,7 @@ fn run(cli: Cli) -> Result<(), String> {
             let busy_ns = (period_ns * busy / 100.0) as u64;
             let mut z = 0.0f32;
             activate(&client, move |ps: &mut ProcessScope| {
-                let t0 = resound_protocol::time::thread_cpu_ns();
+                let t0 = resound_shm::time::thread_cpu_ns();
                 let x = inp.audio_in(ps);
                 let y = out.audio_out(ps);
                 match coef {
@@ -326,7 +326,7 @@ fn run(cli: Cli) -> Result<(), String> {
                         }
                     }
                 }
-                while busy_ns > 0 && resound_protocol::time::thread_cpu_ns() - t0 < busy_ns {
+                while busy_ns > 0 && resound_shm::time::thread_cpu_ns() - t0 < busy_ns {
                     std::hint::spin_loop();
                 }
                 s.cycles.fetch_add(1, Ordering::Relaxed);

@@ -47,7 +47,7 @@ pub use controller::{Controller, ControllerConfig, Reservation};
 pub use deadlines::critical_path_deadlines;
 pub use ledger::{AdmissionError, Ledger};
 pub use policy::{
-    apply, current, deadline_permitted, drop_own_reservation, fifo_permitted, Policy, SchedError,
-    SchedErrorKind,
+    apply, current, deadline_permitted, describe_thread, drop_own_reservation, fifo_permitted,
+    Policy, SchedError, SchedErrorKind,
 };
 pub use predictor::Predictor;

@@ -357,6 +357,16 @@ pub fn current(tid: i32) -> Result<Policy, SchedError> {
     get_attr(tid).map(|a| Policy::from_attr(&a))
 }
 
+/// Human-readable policy of thread `tid` (0 = calling thread), for status
+/// lines and logs: `"SCHED_FIFO 10"`, `"SCHED_OTHER"`, `"SCHED_DEADLINE …"`,
+/// or `"unknown (…)"` when it cannot be read (thread gone). Allocates.
+pub fn describe_thread(tid: i32) -> String {
+    match current(tid) {
+        Ok(p) => p.describe(),
+        Err(e) => format!("unknown ({e})"),
+    }
+}
+
 /// The calling thread returns itself to SCHED_OTHER (nice 0), leaving any
 /// reservation. Doing this on the reserved thread itself, while it runs, is
 /// the safe way to detach: switching a *sleeping* deadline thread from

@@ -6,7 +6,7 @@
 //! "sample rate", exactly as with jackd).
 
 use clap::{Args, Parser};
-use resound_protocol::limits::{self, MAX_BUFFER_FRAMES, MIN_BUFFER_FRAMES};
+use resound_shm::limits::{self, MAX_BUFFER_FRAMES, MIN_BUFFER_FRAMES};
 
 /// Server options.
 #[derive(Debug, Clone, Parser)]

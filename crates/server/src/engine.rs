@@ -21,7 +21,7 @@
 //! jack_cpu_load & co are kept here too (DSP load, wake-up delays).
 //!
 //! At the look-back of step 2 the driver also appends cycle k-1 to the
-//! profile ring (`resound_protocol::profile`): its own wake-up, end and CPU
+//! profile ring (`resound_shm::profile`): its own wake-up, end and CPU
 //! time and every client's signal/awake/finish/CPU and reservation figures.
 //!
 //! Nothing here allocates, locks or logs: events go to the control side
@@ -30,11 +30,11 @@
 
 use crate::reserve::Reservations;
 use crate::transport::TransportEngine;
-use resound_protocol::cycle::{mix_sources, signal_downstream};
-use resound_protocol::profile::{cycle_flags, node_flags, CycleData, NodeData, ProfileSegment};
-use resound_protocol::shm::{client_state, NodeStatus, Table, View};
-use resound_protocol::sync::{activation, futex, switch, Ordering};
-use resound_protocol::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use resound_shm::cycle::{mix_sources, signal_downstream};
+use resound_shm::profile::{cycle_flags, node_flags, CycleData, NodeData, ProfileSegment};
+use resound_shm::sync::{activation, futex, switch, Ordering};
+use resound_shm::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use resound_shm::{client_state, NodeStatus, Table, View};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -113,7 +113,7 @@ pub enum RtEvent {
 /// client may have scribbled on: the numbers are only copied, never followed)
 /// and its reservation figures. Real-time safe.
 fn profile_row(
-    r: &resound_protocol::shm::ActivationRecord,
+    r: &resound_shm::ActivationRecord,
     res: &crate::reserve::ResStat,
     slot: u32,
     uuid: u64,
@@ -137,7 +137,7 @@ fn profile_row(
         node_flags::LATE
     };
     flags |= (res.kind.load(Ordering::Relaxed) & 3) << node_flags::KIND_SHIFT;
-    let get = |bit: u32, a: &resound_protocol::sync::AtomicU64| {
+    let get = |bit: u32, a: &resound_shm::sync::AtomicU64| {
         if flags & bit != 0 {
             a.load(Ordering::Relaxed)
         } else {
@@ -151,7 +151,11 @@ fn profile_row(
         signal_ns: get(node_flags::SIGNALLED, &r.signal_ns),
         awake_ns: get(node_flags::AWAKE, &r.awake_ns),
         finish_ns: get(node_flags::FINISHED, &r.finish_ns),
-        cpu_ns: get(node_flags::FINISHED, &r.cpu_ns),
+        cpu_ns: if flags & node_flags::FINISHED != 0 {
+            r.cpu_of(cycle).unwrap_or(0)
+        } else {
+            0
+        },
         budget_ns: res.budget_ns.load(Ordering::Relaxed),
         predicted_ns: res.predicted_ns.load(Ordering::Relaxed),
     }
@@ -394,7 +398,7 @@ impl Engine {
             let end = monotonic_ns();
             let cpu = thread_cpu_ns().saturating_sub(cpu0);
             if let Some(r) = view.record(0) {
-                r.cpu_ns.store(cpu, Ordering::Relaxed);
+                r.store_cpu(cycle, cpu);
             }
             let s0 = &self.shared.res[0];
             self.last = CycleData {
@@ -586,8 +590,7 @@ impl Engine {
         let busy = if any_active {
             end.saturating_sub(pstart)
         } else {
-            view.record(0)
-                .map_or(0, |r| r.cpu_ns.load(Ordering::Relaxed))
+            view.record(0).map_or(0, |r| r.last_cpu().1)
         };
         let (max, n, load) = &mut self.load;
         *max = (*max).max(busy);

@@ -18,9 +18,9 @@
 //! the socket, whose session thread takes that lock).
 
 use resound_client::{Client, Control, OpenOptions, PortFlags, PortKind};
-use resound_protocol::profile::{node_flags, NodeData, ProfileSegment, MAX_ROWS_PER_CYCLE};
 use resound_protocol::wire::Notification;
 use resound_protocol::wire::{ErrorCode, WireError};
+use resound_shm::profile::{node_flags, NodeData, ProfileSegment, MAX_ROWS_PER_CYCLE};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -210,7 +210,7 @@ pub fn client_values(row: &NodeData, period_ns: u64) -> (f32, f32) {
 
 /// General values of a cycle; `prev_awake_ns` is the previous cycle's driver wake-up.
 pub fn general_values(
-    c: &resound_protocol::profile::CycleData,
+    c: &resound_shm::profile::CycleData,
     rows: &[NodeData],
     prev_awake_ns: Option<u64>,
 ) -> ProfilerValues {
@@ -387,7 +387,7 @@ fn sync_client_ports(c: &Client, slots: &[SlotPorts]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_protocol::profile::CycleData;
+    use resound_shm::profile::CycleData;
 
     #[test]
     fn options() {

@@ -20,7 +20,7 @@
 //! Control thread only.
 
 use resound_graph::{Graph, DRIVER};
-use resound_protocol::shm::port_flags;
+use resound_shm::port_flags;
 
 const EMPTY: (u32, u32) = (u32::MAX, 0);
 
@@ -130,8 +130,8 @@ pub fn propagate(g: &mut Graph, custom: &[bool], capture: u32, playback: u32) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_protocol::limits::AUDIO_TYPE;
-    use resound_protocol::shm::Capacities;
+    use resound_shm::limits::AUDIO_TYPE;
+    use resound_shm::Capacities;
 
     #[test]
     fn default_rule_and_custom_clients() {

@@ -161,8 +161,8 @@ mod tests {
     /// "all properties" larger than a reply frame may be.
     #[test]
     fn a_full_store_still_fits_in_one_reply() {
-        use resound_protocol::limits::MAX_REPLY_BYTES;
         use resound_protocol::wire::{encode, Reply, ServerMsg};
+        use resound_shm::limits::MAX_REPLY_BYTES;
         for value in [String::new(), "v".repeat(MAX_VALUE)] {
             let mut m = Metadata::default();
             let mut n = 0u64;

@@ -16,9 +16,9 @@
 //! lock-free command ring ([`Command`]) and reads [`ResStat`] atomics.
 
 use crate::engine::RtEvent;
-use resound_protocol::shm::View;
-use resound_protocol::sync::Ordering;
 use resound_sched::{Controller, ControllerConfig, Ledger, Policy, Reservation};
+use resound_shm::sync::Ordering;
+use resound_shm::View;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 use std::sync::Arc;
 
@@ -172,7 +172,7 @@ impl Reservations {
             }
             Mode::Fifo(p) => self.fallback_desc(p),
             Mode::Other => {
-                self.set_kind(0, resound_protocol::rt::gettid(), kind::OTHER);
+                self.set_kind(0, resound_sched::policy::gettid(), kind::OTHER);
                 "SCHED_OTHER".into()
             }
         }
@@ -204,7 +204,7 @@ impl Reservations {
     /// thread) or a client thread. True for FIFO. Real-time safe.
     fn fallback(&mut self, slot: u32, tid: i32, prio: i32) -> bool {
         let real_tid = if tid == 0 {
-            resound_protocol::rt::gettid()
+            resound_sched::policy::gettid()
         } else {
             tid
         };
@@ -223,7 +223,7 @@ impl Reservations {
     fn attach_deadline(&mut self, slot: u32, tid: i32, emit: &mut impl FnMut(RtEvent)) -> bool {
         let r = self.controllers[slot as usize].reservation();
         let real_tid = if tid == 0 {
-            resound_protocol::rt::gettid()
+            resound_sched::policy::gettid()
         } else {
             tid
         };
@@ -346,7 +346,11 @@ impl Reservations {
             if slot != 0 && rec.finished_cycle.load(Ordering::Acquire) != prev_cycle {
                 continue;
             }
-            let used = rec.cpu_ns.load(Ordering::Relaxed);
+            // Not stored yet (the client is between signalling downstream
+            // and storing its CPU time): skip this cycle's sample.
+            let Some(used) = rec.cpu_of(prev_cycle) else {
+                continue;
+            };
             let s = &self.stats[slot as usize];
             s.used_ns.store(used, Ordering::Relaxed);
             let c = &mut self.controllers[slot as usize];
@@ -369,9 +373,8 @@ impl Reservations {
                 continue;
             }
             if let Some(rec) = view.record(slot as u32) {
-                if slot == 0 || rec.finished_cycle.load(Ordering::Acquire) == prev_cycle {
-                    s.used_ns
-                        .store(rec.cpu_ns.load(Ordering::Relaxed), Ordering::Relaxed);
+                if let Some(used) = rec.cpu_of(prev_cycle) {
+                    s.used_ns.store(used, Ordering::Relaxed);
                 }
             }
         }
@@ -486,7 +489,7 @@ impl Reservations {
         };
         if on && self.stats[0].kind.load(Ordering::Relaxed) == kind::FIFO {
             if apply_rt(0, &Policy::Other).is_ok() {
-                self.set_kind(0, resound_protocol::rt::gettid(), kind::OTHER);
+                self.set_kind(0, resound_sched::policy::gettid(), kind::OTHER);
                 self.freewheel_dropped = true;
             }
         } else if !on && self.freewheel_dropped {

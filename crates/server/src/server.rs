@@ -20,14 +20,14 @@ use crate::engine::{Engine, EngineConfig, EngineShared, RtEvent};
 use crate::internal::{Host, Internals};
 use crate::reserve::{kind, Command, Mode, ResStat, Reservations};
 use resound_graph::{port_type_name, ClientState, Graph, DRIVER};
-use resound_protocol::limits::{self, AUDIO_TYPE};
-use resound_protocol::profile::{ProfileLayout, ProfileSegment};
-use resound_protocol::shm::{self, port_flags, Capacities, TableHeader, View};
-use resound_protocol::sync::{futex, switch, Ordering};
 use resound_protocol::wire::{
     self, ClientStatus, Envelope, ErrorCode, FrameError, HelloKind, Notification, PortInfo, Reply,
     Request, ReservationStatus, ServerMsg, Status, Welcome, WireError,
 };
+use resound_shm::limits::{self, AUDIO_TYPE};
+use resound_shm::profile::{ProfileLayout, ProfileSegment};
+use resound_shm::sync::{futex, switch, Ordering};
+use resound_shm::{self as shm, port_flags, Capacities, TableHeader, View};
 use std::collections::HashMap;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -461,7 +461,7 @@ impl Server {
                             r.status
                                 .store(shm::NodeStatus::Idle as u32, Ordering::Relaxed);
                             r.finished_cycle.store(0, Ordering::Relaxed);
-                            r.cpu_ns.store(0, Ordering::Relaxed);
+                            r.cpu.store(0, Ordering::Relaxed);
                         }
                         if let Some(m) = self.view.mailbox(slot) {
                             m.reset();
@@ -970,7 +970,7 @@ impl Server {
                     signal_ns: rel(r.signal_ns.load(Ordering::Relaxed), last),
                     awake_ns: rel(r.awake_ns.load(Ordering::Relaxed), last),
                     finish_ns: rel(r.finish_ns.load(Ordering::Relaxed), last),
-                    cpu_ns: r.cpu_ns.load(Ordering::Relaxed),
+                    cpu_ns: r.last_cpu().1,
                 }
             })
             .collect();
@@ -989,10 +989,7 @@ impl Server {
             xruns: h.xruns.load(Ordering::Relaxed),
             graph_version: table.version(),
             driver_sched: self.driver_sched_now(),
-            driver_cpu_ns: self
-                .view
-                .record(0)
-                .map_or(0, |r| r.cpu_ns.load(Ordering::Relaxed)),
+            driver_cpu_ns: self.view.record(0).map_or(0, |r| r.last_cpu().1),
             clients,
             sched: self.sched_desc.clone(),
             ledger_used: self.engine.ledger_ppm.load(Ordering::Relaxed) as f64 / 1e6,

@@ -26,9 +26,9 @@
 //!
 //! Real-time: preallocated state only; no allocation, lock or syscall.
 
-use resound_protocol::shm::{client_state, Table, View};
-use resound_protocol::sync::Ordering;
-use resound_protocol::transport::{command, state, valid, Position, Transport};
+use resound_shm::sync::Ordering;
+use resound_shm::transport::{command, state, valid, Position, Transport};
+use resound_shm::{client_state, Table, View};
 
 /// How often a reader retries a client-written cell before giving up for this cycle.
 const TRIES: u32 = 4;
@@ -208,8 +208,8 @@ impl TransportEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_protocol::shm::{empty_client, Capacities, TableHeader};
-    use resound_protocol::sync::switch;
+    use resound_shm::sync::switch;
+    use resound_shm::{empty_client, Capacities, TableHeader};
 
     fn view_with_active_client() -> View {
         let caps = Capacities {

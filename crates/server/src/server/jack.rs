@@ -4,10 +4,10 @@
 //! [`Server::handle`].
 
 use super::{werr, Server, State};
-use resound_protocol::sync::Ordering;
 use resound_protocol::wire::{
     property_change, ErrorCode, Notification, Property, Reply, Request, WireError,
 };
+use resound_shm::sync::Ordering;
 use tracing::info;
 
 impl Server {

@@ -3,9 +3,9 @@
 //! (zero copy for one live connection, mixing for several; for MIDI ports,
 //! merging the sources' events in time order). Real-time safe.
 
-use crate::shm::{client_state, port_flags, ActivationRecord, NodeStatus, Table, View};
 use crate::sync::{activation, futex, Ordering};
 use crate::time::monotonic_ns;
+use crate::{client_state, port_flags, ActivationRecord, NodeStatus, Table, View};
 
 /// Decrements node `d`'s counter for `cycle` and wakes it if that was its last input.
 #[inline]

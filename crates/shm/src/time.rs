@@ -44,3 +44,41 @@ pub fn sleep_until(deadline_ns: u64) {
         }
     }
 }
+
+/// Duration of `frames` audio frames at `rate` Hz, in ns (rounded down; 0
+/// for a rate of 0). The one place resound turns frames into time: periods,
+/// reservation periods, latencies and time stamps all go through here.
+/// Real-time safe.
+#[inline]
+pub const fn frames_to_ns(frames: u64, rate: u32) -> u64 {
+    if rate == 0 {
+        return 0;
+    }
+    (frames as u128 * 1_000_000_000 / rate as u128) as u64
+}
+
+/// Audio frames that fit in `ns` at `rate` Hz (rounded down). The inverse
+/// of [`frames_to_ns`]. Real-time safe.
+#[inline]
+pub const fn ns_to_frames(ns: u64, rate: u32) -> u64 {
+    (ns as u128 * rate as u128 / 1_000_000_000) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_and_ns_convert_both_ways() {
+        assert_eq!(frames_to_ns(128, 48_000), 2_666_666);
+        assert_eq!(frames_to_ns(48_000, 48_000), 1_000_000_000);
+        assert_eq!(frames_to_ns(1, 0), 0);
+        assert_eq!(ns_to_frames(2_666_666, 48_000), 127);
+        assert_eq!(ns_to_frames(1_000_000_000, 44_100), 44_100);
+        // No overflow for the largest values a header can hold.
+        assert_eq!(
+            frames_to_ns(u32::MAX as u64, 1),
+            u32::MAX as u64 * 1_000_000_000
+        );
+    }
+}

@@ -1,4 +1,4 @@
-//! Loom model checks of the lock-free primitives in `resound_protocol::sync`.
+//! Loom model checks of the lock-free primitives in `resound_shm::sync`.
 //!
 //! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom"`); without `cfg(loom)`
 //! this file compiles to nothing.
@@ -33,7 +33,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
-use resound_protocol::sync::{activation, futex, switch};
+use resound_shm::sync::{activation, futex, switch};
 
 /// Contents of table 1 before the writer first fills it: deliberately not a
 /// "complete" table, so reading it as current fails the completeness checks.

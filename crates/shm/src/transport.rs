@@ -2,8 +2,8 @@
 //! them in shared memory.
 //!
 //! * The driver publishes the state and position of every cycle in
-//!   [`crate::shm::ControlHeader::transport`] (read-only for clients).
-//! * Clients make requests through their own [`crate::shm::Mailbox`] in the
+//!   [`crate::ControlHeader::transport`] (read-only for clients).
+//! * Clients make requests through their own [`crate::Mailbox`] in the
 //!   shared segment: start/stop commands, relocations, the slow-sync "ready"
 //!   acknowledgement and, for the timebase master, the extended position of
 //!   the next cycle. Everything there is sanitised by the driver.

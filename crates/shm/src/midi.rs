@@ -2,7 +2,7 @@
 //! segment, and the operations on it (JACK's `jack_midi_*` semantics).
 //!
 //! A MIDI port uses the first [`MIDI_BUFFER_BYTES`] of its port buffer
-//! (every port buffer is at least that large, see [`crate::shm::Layout`]):
+//! (every port buffer is at least that large, see [`crate::Layout`]):
 //!
 //! ```text
 //!   0    header (32 bytes, u32 fields):

@@ -54,7 +54,7 @@ use std::ptr::NonNull;
 /// `b"RESOUND\0"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RESOUND\0");
 /// Layout version; bumped on any change of the structs below.
-pub const LAYOUT_VERSION: u32 = 3;
+pub const LAYOUT_VERSION: u32 = 4;
 /// Bytes reserved for the control header (one page).
 pub const HEADER_BYTES: usize = 4096;
 /// Alignment of each port buffer (bytes).
@@ -305,11 +305,41 @@ pub struct ActivationRecord {
     pub awake_ns: AtomicU64,
     /// CLOCK_MONOTONIC ns at which its process callback returned. Writer: the node.
     pub finish_ns: AtomicU64,
-    /// CPU ns its thread used from wake to going back to sleep (CLOCK_THREAD_CPUTIME_ID delta),
-    /// for the last completed cycle. Writer: the node.
-    pub cpu_ns: AtomicU64,
+    /// CPU time its thread used in one cycle, from wake-up to going back to
+    /// sleep (CLOCK_THREAD_CPUTIME_ID delta), *tagged with that cycle*:
+    /// `(cycle as u32) << 32 | min(ns, u32::MAX)`. One atomic store, so a
+    /// reader never pairs one cycle's tag with another's time. Writer: the
+    /// node, as its last store of the cycle, *after* `finished_cycle` and
+    /// signalling downstream (so the figure includes that work): a reader
+    /// that sees `finished_cycle == k` may still find the tag of `k - 1`
+    /// here, and must then treat the CPU time of `k` as not yet known.
+    /// Use [`ActivationRecord::store_cpu`] / [`ActivationRecord::cpu_of`].
+    pub cpu: AtomicU64,
     /// Last cycle the node completed. Writer: the node.
     pub finished_cycle: AtomicU64,
+}
+
+impl ActivationRecord {
+    /// Writer side: records `cpu_ns` as the CPU time used in `cycle`
+    /// (saturated at u32::MAX ns, 4.3 s). Real-time safe.
+    pub fn store_cpu(&self, cycle: u64, cpu_ns: u64) {
+        let packed = ((cycle as u32 as u64) << 32) | cpu_ns.min(u32::MAX as u64);
+        self.cpu.store(packed, Ordering::Release);
+    }
+
+    /// CPU time (ns) the node used in `cycle`, or None if the value stored
+    /// belongs to another cycle (not stored yet, or stale). Real-time safe.
+    pub fn cpu_of(&self, cycle: u64) -> Option<u64> {
+        let (tag, ns) = self.last_cpu();
+        (tag == cycle as u32).then_some(ns)
+    }
+
+    /// The last CPU time stored, whatever its cycle: (cycle tag, ns). For
+    /// displays that only want "the latest figure". Real-time safe.
+    pub fn last_cpu(&self) -> (u32, u64) {
+        let v = self.cpu.load(Ordering::Acquire);
+        ((v >> 32) as u32, v & u32::MAX as u64)
+    }
 }
 
 /// A client's requests to the driver, one per node slot in the shared
@@ -617,7 +647,7 @@ impl View {
         h.client_priority = prio;
         h.running.store(1, Ordering::Relaxed);
         h.period_ns.store(
-            frames as u64 * 1_000_000_000 / sample_rate as u64,
+            crate::time::frames_to_ns(frames as u64, sample_rate),
             Ordering::Relaxed,
         );
         h.sync_timeout_us.store(2_000_000, Ordering::Relaxed);

@@ -368,7 +368,7 @@ fn seq_read<T>(seq: &AtomicU64, n: u64, read: impl FnOnce() -> T) -> Result<T, R
 /// Typed access to a mapped profile segment (either side).
 ///
 /// Holds a base pointer; the owner keeps the mapping alive (see
-/// `resound_protocol::shm::Segment`).
+/// `resound_shm::Segment`).
 #[derive(Debug, Clone, Copy)]
 pub struct ProfileRing {
     base: *const u8,
@@ -605,7 +605,7 @@ impl ProfileRing {
                 )
             });
             if let Ok((uuid, slot, pid, bytes)) = copy {
-                out.push((uuid, slot, pid, crate::shm::get_name(&bytes)));
+                out.push((uuid, slot, pid, crate::get_name(&bytes)));
             }
         }
         out
@@ -637,7 +637,7 @@ impl ProfileRing {
 
 /// A profile ring together with the memfd mapping it lives in.
 pub struct ProfileSegment {
-    seg: crate::shm::Segment,
+    seg: crate::Segment,
     ring: ProfileRing,
 }
 
@@ -645,7 +645,7 @@ impl ProfileSegment {
     /// Server side: creates, initialises and seals (read-only for everyone
     /// else, fixed size) a profile segment.
     pub fn create(layout: ProfileLayout) -> std::io::Result<ProfileSegment> {
-        let seg = crate::shm::Segment::create("resound-profile", layout.bytes)?;
+        let seg = crate::Segment::create("resound-profile", layout.bytes)?;
         // Touch every page now, so the driver never takes a page fault (a
         // trip into the kernel to allocate memory) on its first pass through
         // the ring.
@@ -664,7 +664,7 @@ impl ProfileSegment {
     /// Reader side: maps a profile segment received from the server (read-only).
     pub fn open(fd: rustix::fd::OwnedFd) -> std::io::Result<ProfileSegment> {
         let len = rustix::fs::fstat(&fd)?.st_size as usize;
-        let seg = crate::shm::Segment::map(fd, len, false)?;
+        let seg = crate::Segment::map(fd, len, false)?;
         // SAFETY: a read-only mapping of exactly `len` bytes, page-aligned,
         // stored beside the ring, so it outlives every use through `ring()`.
         let ring = unsafe { ProfileRing::open(seg.base(), len) }
@@ -682,7 +682,7 @@ impl ProfileSegment {
         self.seg.fd()
     }
 
-    /// Locks the ring's pages in memory (see [`crate::shm::Segment::lock`]).
+    /// Locks the ring's pages in memory (see [`crate::Segment::lock`]).
     pub fn lock(&self) -> std::io::Result<()> {
         self.seg.lock()
     }
