@@ -69,7 +69,7 @@ pub enum Welcome {
     Refused(WireError),
     /// Accepted as a profile reader (a control session that can also make
     /// requests); the control memfd and the profile memfd
-    /// ([`crate::profile`]) come with this frame, in that order.
+    /// (the profile ring of `resound_shm::profile`) come with this frame, in that order.
     Profile {
         /// Server name.
         server: String,
