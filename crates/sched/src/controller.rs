@@ -109,6 +109,8 @@ impl Default for ControllerConfig {
 
 impl ControllerConfig {
     /// Reservation period (ns): multiplier x audio period.
+    ///
+    /// Real-time safe.
     pub fn reservation_period_ns(&self) -> u64 {
         self.audio_period_ns
             .saturating_mul(self.multiplier.max(1) as u64)
@@ -128,6 +130,8 @@ pub struct Reservation {
 
 impl Reservation {
     /// The policy to [`apply`](crate::apply).
+    ///
+    /// Real-time safe.
     pub fn policy(&self, reclaim: bool) -> Policy {
         Policy::Deadline {
             runtime_ns: self.runtime_ns,
@@ -138,6 +142,8 @@ impl Reservation {
     }
 
     /// Fraction of one CPU: runtime / period (0 for a zero period).
+    ///
+    /// Real-time safe.
     pub fn bandwidth(&self) -> f64 {
         if self.period_ns == 0 {
             0.0
@@ -192,6 +198,8 @@ impl Controller {
     /// Returns to the initial state (empty window, initial budget, deadline =
     /// period), e.g. when a new thread takes over this controller's slot.
     /// No allocation.
+    ///
+    /// Real-time safe.
     pub fn reset(&mut self) {
         self.predictor.flush();
         self.predicted_ns = 0;
@@ -209,23 +217,31 @@ impl Controller {
     }
 
     /// What is currently set (or to be set).
+    ///
+    /// Real-time safe.
     pub fn reservation(&self) -> Reservation {
         self.res
     }
 
     /// Last prediction per reservation period, i.e. predicted CPU per audio
     /// cycle x D, before overprovisioning (0 if none yet or in fixed mode).
+    ///
+    /// Real-time safe.
     pub fn predicted_ns(&self) -> u64 {
         self.predicted_ns
     }
 
     /// The settings.
+    ///
+    /// Real-time safe.
     pub fn config(&self) -> &ControllerConfig {
         &self.cfg
     }
 
     /// Whether the window is still being refilled (after `new`, a flush or a
     /// period change); the budget then only goes up.
+    ///
+    /// Real-time safe.
     pub fn warming_up(&self) -> bool {
         self.cfg.fixed_pct.is_none() && !self.predictor.is_full()
     }
@@ -272,6 +288,8 @@ impl Controller {
     /// cycle. Returns `Some(new)` when `sched_setattr` is due (the budget
     /// moved past the threshold), else `None`. In fixed mode the sample is
     /// ignored and this always returns `None`. No allocation.
+    ///
+    /// Real-time safe.
     pub fn cycle_begin(&mut self, used_ns: u64) -> Option<Reservation> {
         if self.cfg.fixed_pct.is_some() {
             return None;
@@ -309,11 +327,15 @@ impl Controller {
 
     /// A new client joined the graph: the window no longer describes the
     /// load, so it is flushed and the budget bumped (see the module docs).
+    ///
+    /// Real-time safe.
     pub fn on_activation(&mut self) -> Option<Reservation> {
         self.bump()
     }
 
     /// An xrun happened: same flush and bump as [`on_activation`](Self::on_activation).
+    ///
+    /// Real-time safe.
     pub fn on_xrun(&mut self) -> Option<Reservation> {
         self.bump()
     }
@@ -325,6 +347,8 @@ impl Controller {
     /// the window, whose samples were per *old* cycle, is flushed and refilled
     /// (warm-up). A deadline equal to the period stays equal to it. Returns
     /// the new reservation (`None` if nothing changed or `period_ns` is 0).
+    ///
+    /// Real-time safe.
     pub fn set_audio_period(&mut self, period_ns: u64) -> Option<Reservation> {
         if period_ns == 0 || period_ns == self.cfg.audio_period_ns {
             return None;
@@ -353,6 +377,8 @@ impl Controller {
     /// Sets the relative deadline (critical-path mode), clamped to [1024 ns,
     /// period]; the runtime is clamped to <= deadline (and restored when the
     /// deadline is raised again). Returns the new reservation if it changed.
+    ///
+    /// Real-time safe.
     pub fn set_deadline(&mut self, deadline_ns: u64) -> Option<Reservation> {
         let period = self.res.period_ns;
         let d = deadline_ns.clamp(MIN_RUNTIME_NS.min(period), period);

@@ -189,11 +189,15 @@ impl Ledger {
     }
 
     /// Bandwidth reserved (CPUs).
+    ///
+    /// Real-time safe.
     pub fn used(&self) -> f64 {
         self.entries.iter().map(|e| e.1).sum()
     }
 
     /// Capacity minus used (CPUs, >= 0).
+    ///
+    /// Real-time safe.
     pub fn free(&self) -> f64 {
         (self.capacity - self.used()).max(0.0)
     }
@@ -201,6 +205,8 @@ impl Ledger {
     /// Reserves `bandwidth` for `tid`, or changes what `tid` holds. Refused
     /// (and nothing changed) if it does not fit, if `bandwidth` is negative or
     /// not finite, or if a new thread would exceed [`LEDGER_SLOTS`]. No allocation.
+    ///
+    /// Real-time safe.
     pub fn reserve(&mut self, tid: i32, bandwidth: f64) -> Result<(), AdmissionError> {
         let at = self.entries.iter().position(|e| e.0 == tid);
         let held = at.map_or(0.0, |i| self.entries[i].1);
@@ -223,6 +229,8 @@ impl Ledger {
     }
 
     /// Forgets `tid`; returns the bandwidth it held (0 if none). No allocation.
+    ///
+    /// Real-time safe.
     pub fn release(&mut self, tid: i32) -> f64 {
         match self.entries.iter().position(|e| e.0 == tid) {
             Some(i) => self.entries.swap_remove(i).1,
@@ -231,11 +239,15 @@ impl Ledger {
     }
 
     /// What `tid` holds.
+    ///
+    /// Real-time safe.
     pub fn get(&self, tid: i32) -> Option<f64> {
         self.entries.iter().find(|e| e.0 == tid).map(|e| e.1)
     }
 
     /// Threads holding a reservation, with their bandwidth.
+    ///
+    /// Real-time safe.
     pub fn entries(&self) -> &[(i32, f64)] {
         &self.entries
     }

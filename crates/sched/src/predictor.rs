@@ -46,6 +46,8 @@ impl Predictor {
     }
 
     /// Adds a sample, dropping the oldest when the window is full. No allocation.
+    ///
+    /// Real-time safe.
     pub fn push(&mut self, sample_ns: u64) {
         if self.ring.len() < self.window {
             self.ring.push(sample_ns);
@@ -66,6 +68,8 @@ impl Predictor {
     /// The nearest-rank percentile of the window: the smallest sample such
     /// that at least `percentile`% of the window is <= it (rank
     /// `ceil(p/100 * n)`, at least 1). `None` when empty.
+    ///
+    /// Real-time safe.
     pub fn predict(&self) -> Option<u64> {
         let n = self.sorted.len();
         if n == 0 {
@@ -75,6 +79,8 @@ impl Predictor {
     }
 
     /// Forgets every sample (a new client joined, an xrun happened).
+    ///
+    /// Real-time safe.
     pub fn flush(&mut self) {
         self.ring.clear();
         self.sorted.clear();
@@ -82,16 +88,22 @@ impl Predictor {
     }
 
     /// Number of samples held (at most `window`).
+    ///
+    /// Real-time safe.
     pub fn len(&self) -> usize {
         self.ring.len()
     }
 
     /// No samples held.
+    ///
+    /// Real-time safe.
     pub fn is_empty(&self) -> bool {
         self.ring.is_empty()
     }
 
     /// Whether the window is full.
+    ///
+    /// Real-time safe.
     pub fn is_full(&self) -> bool {
         self.ring.len() == self.window
     }
@@ -108,6 +120,8 @@ impl Predictor {
 }
 
 /// 1-based nearest rank of the `p`-th percentile among `n` > 0 sorted values.
+///
+/// Real-time safe.
 pub fn nearest_rank(p: f64, n: usize) -> usize {
     // The small tolerance keeps e.g. 0.99 * 100 = 99.00000000000001 at rank 99.
     let r = (p / 100.0 * n as f64 - 1e-9).ceil();
