@@ -177,7 +177,7 @@ pub fn read<W: SeqWord, T>(seq: &W, tries: u32, mut load: impl FnMut() -> T) -> 
 }
 
 /// Why [`read_numbered`] returned no copy.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Stale {
     /// The slot does not hold the wanted record yet (older record, or the
     /// wanted one is being written).
