@@ -8,59 +8,88 @@ use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::transport::TransportCell;
 
 /// The server's global state, first page of the control segment.
-/// Writer: the server (driver thread for the per-cycle fields, otherwise the
-/// control thread). Readers: everybody.
+///
+/// Writers: the server only (the segment is sealed against writable
+/// mappings, so clients cannot scribble here): its control thread at
+/// creation and on configuration changes, its driver thread at every cycle
+/// start. Readers: every thread of every process, without sanitising beyond
+/// bounds checks (the values are the server's).
+///
+/// Order at a cycle start: the driver switches the graph (`switch`), then
+/// publishes the timer ([`ControlHeader::publish_timer`]: `cycle`,
+/// `cycle_start_ns`, `frame_time`, `next_start_ns`, `cycle_frames` under
+/// `timer_seq`), then the transport (`transport`), then triggers the graph.
+/// Fields marked *once* are written by [`crate::View::create`] before any
+/// client maps the segment.
 #[repr(C)]
 pub struct ControlHeader {
-    /// [`MAGIC`].
+    /// [`crate::MAGIC`]. Once.
     pub magic: u64,
-    /// [`LAYOUT_VERSION`].
+    /// [`crate::LAYOUT_VERSION`]. Once.
     pub version: u32,
-    /// `size_of::<ControlHeader>()`, to catch mismatched builds.
+    /// `size_of::<ControlHeader>()` in bytes, to catch mismatched builds. Once.
     pub header_size: u32,
-    /// Client slots, the driver's slot 0 included.
+    /// Client slots, the driver's slot 0 included. Once.
     pub max_clients: u32,
-    /// Port slots.
+    /// Port slots. Once.
     pub max_ports: u32,
-    /// Capacity of the `sources` array of each table (port-to-port connections).
+    /// Capacity of the `sources` array of each table (port-to-port connections). Once.
     pub max_connections: u32,
-    /// Frames each port buffer can hold (the largest period the server allows).
+    /// Frames each port buffer can hold (the largest period the server allows). Once.
     pub max_frames: u32,
-    /// Sample rate in Hz.
+    /// Sample rate in Hz. Once (an atomic for readers' convenience).
     pub sample_rate: AtomicU32,
-    /// Current period in frames (≤ max_frames).
+    /// Requested period in frames (≤ `max_frames`). Writer: control thread
+    /// (release, after `period_ns`) on a buffer-size change. Reader: the
+    /// driver at its next cycle start, which copies it into `cycle_frames`;
+    /// clients use `cycle_frames` for the current cycle.
     pub buffer_frames: AtomicU32,
-    /// 1 in sync mode (cycle ends when the graph has finished), 0 in async mode.
+    /// 1 in sync mode (cycle ends when the graph has finished), 0 in async mode. Once.
     pub sync_mode: u32,
-    /// SCHED_FIFO priority for client process threads; 0: not real-time.
+    /// SCHED_FIFO priority for client process threads; 0: not real-time. Once.
     pub client_priority: i32,
-    /// 1 while the server runs; 0 once it is stopping (client threads then exit).
+    /// 1 while the server runs; 0 once it is stopping (client threads then
+    /// exit). Writer: control thread. Readers: client threads, every wake-up.
     pub running: AtomicU32,
-    /// The graph switch word, see [`crate::sync::switch`]. Writer: control thread and driver.
+    /// The graph switch word, see [`crate::sync::switch`]. Writers: the
+    /// control thread (begin/end of a table write) and the driver (the
+    /// switch, at cycle start). Readers: everybody, before reading a table.
     pub switch: AtomicU32,
-    /// Number of the current cycle (first cycle is 1). Writer: driver.
+    /// Number of the current cycle (first cycle is 1). Writer: driver, under
+    /// `timer_seq`. Readers: [`ControlHeader::try_timer`].
     pub cycle: AtomicU64,
-    /// CLOCK_MONOTONIC ns at which the current cycle began. Writer: driver.
+    /// CLOCK_MONOTONIC ns at which the current cycle began (its nominal
+    /// deadline). Writer: driver, under `timer_seq`.
     pub cycle_start_ns: AtomicU64,
-    /// Frames processed before the current cycle (JACK frame time of its first frame). Writer: driver.
+    /// Frames processed before the current cycle (JACK frame time of its
+    /// first frame). Writer: driver, under `timer_seq`.
     pub frame_time: AtomicU64,
-    /// Nominal period in ns (buffer_frames / sample_rate).
+    /// Requested period in ns (`buffer_frames` / `sample_rate`). Writer:
+    /// control thread, before `buffer_frames`. Readers: the driver (its
+    /// reservation controller), status displays.
     pub period_ns: AtomicU64,
-    /// Expected start of the next cycle, CLOCK_MONOTONIC ns. Writer: driver.
+    /// Expected start of the next cycle, CLOCK_MONOTONIC ns. Writer: driver,
+    /// under `timer_seq`.
     pub next_start_ns: AtomicU64,
-    /// Xruns since the server started. Writer: driver.
+    /// Xruns since the server started (count). Writer: driver (fetch_add).
+    /// Readers: libjack statistics, status.
     pub xruns: AtomicU64,
-    /// Seqlock over the timer fields (cycle, cycle_start_ns, frame_time,
-    /// next_start_ns, cycle_frames): odd while the driver writes them.
+    /// Sequence word of the timer fields (`cycle`, `cycle_start_ns`,
+    /// `frame_time`, `next_start_ns`, `cycle_frames`), [`crate::seqlock`]:
+    /// odd while the driver writes them. Writer: driver
+    /// ([`ControlHeader::publish_timer`]). Readers:
+    /// [`ControlHeader::try_timer`], [`crate::View::timer`].
     pub timer_seq: AtomicU32,
     /// Frames of the current cycle: `buffer_frames` as the driver read it at
-    /// cycle start (a buffer-size change takes effect at the next cycle). Writer: driver.
+    /// cycle start (a buffer-size change takes effect at the next cycle).
+    /// Writer: driver, under `timer_seq`.
     pub cycle_frames: AtomicU32,
     // ---- layout 3: transport, freewheel, statistics (libjack) ----
     /// Transport state and position of the current cycle
     /// ([`crate::transport::Transport`]). Writer: driver, every cycle start.
     pub transport: TransportCell,
     /// Slot of the timebase master client; 0: none. Writer: control thread.
+    /// Readers: the driver (whose mailbox to take the position from), clients.
     pub timebase_master: AtomicU32,
     /// Incremented by the control thread whenever a client becomes timebase
     /// master, so the master calls its callback with `new_pos` once.
@@ -75,7 +104,8 @@ pub struct ControlHeader {
     /// clock, each waiting for the whole graph). Writer: control thread.
     pub freewheel: AtomicU32,
     /// DSP load in percent as f32 bits: the graph's busy time over the
-    /// period, smoothed like jackd. Writer: driver.
+    /// period, smoothed like jackd. Writer: driver, once per cycle. Reader:
+    /// `jack_cpu_load`.
     pub cpu_load: AtomicU32,
     /// Largest wake-up delay of the driver (µs) since start or the last
     /// reset. Writer: driver (fetch_max), control thread (reset to 0).
@@ -84,7 +114,10 @@ pub struct ControlHeader {
     pub xrun_delayed_us: AtomicU32,
 }
 
-/// The timer fields of the current cycle, read consistently ([`View::timer`]).
+/// The timer fields of the current cycle, as the driver publishes them
+/// ([`ControlHeader::publish_timer`]) and readers copy them
+/// ([`ControlHeader::try_timer`], [`crate::View::timer`]). Not shared
+/// memory itself: a plain copy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Timer {
     /// Cycle number.

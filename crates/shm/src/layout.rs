@@ -49,7 +49,7 @@
 //! A client can write anything here. The server therefore only reads numbers
 //! it sanitises (times, status values) and never follows an index from this
 //! segment; indices come from the read-only control segment, and even those
-//! are bounds-checked by every reader ([`View`]).
+//! are bounds-checked by every reader ([`crate::View`]).
 
 use crate::{ActivationRecord, ClientEntry, ControlHeader, Mailbox, PortEntry, TableHeader};
 

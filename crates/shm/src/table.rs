@@ -3,23 +3,36 @@
 //! [`Table`] reader (real-time threads of server and clients) and the
 //! [`TableMut`] writer (the server's control thread, on the next table only,
 //! see [`crate::sync::switch`]).
+//!
+//! Every field of the three structs has the same writer and readers: the
+//! server's control thread writes a whole table (header, entries, arrays)
+//! while it is the *next* table (between `switch::begin_write` and
+//! `switch::end_write`), and never touches the current one; the driver
+//! switches tables at a cycle start; readers (driver and client threads,
+//! real-time; control sessions, not) read the current table through
+//! [`Table`], which clamps every count and range to the capacities, so even
+//! a table read while rewritten (a late reader) gives wrong numbers, never
+//! an access outside the segment. The control segment is sealed: clients
+//! cannot write tables.
 
 use crate::Layout;
 
-/// Header of one graph table.
+/// Header of one graph table (see the module docs for writer and readers).
 #[repr(C)]
 pub struct TableHeader {
     /// Graph version this table holds (server-side counter, +1 per change).
+    /// Readers compare it to notice graph changes.
     pub version: u64,
-    /// Client slots in use are all below this bound.
+    /// Client slots in use are all below this bound (clamped by readers to
+    /// `max_clients`).
     pub client_hw: u32,
-    /// Port slots in use are all below this bound.
+    /// Port slots in use are all below this bound (clamped to `max_ports`).
     pub port_hw: u32,
-    /// Used length of `sources`.
+    /// Used length of `sources` (entries).
     pub n_sources: u32,
-    /// Used length of `edges`.
+    /// Used length of `edges` (entries).
     pub n_edges: u32,
-    /// Used length of `order`.
+    /// Used length of `order` (entries; clamped to `max_clients`).
     pub n_order: u32,
     /// Padding.
     pub _pad: u32,
@@ -35,7 +48,8 @@ pub mod client_state {
     pub const ACTIVE: u32 = 2;
 }
 
-/// One node (client or driver) in a graph table. Writer: server control thread.
+/// One node (client or driver) in a graph table, at its slot index. Writer:
+/// the server's control thread; readers: see the module docs.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct ClientEntry {
@@ -44,9 +58,11 @@ pub struct ClientEntry {
     /// Process id of the client (the server's own for the driver).
     pub pid: u32,
     /// Activation count armed at cycle start: number of distinct upstream
-    /// nodes, the driver included, over non-feedback connections. ≥ 1 when active.
+    /// nodes, the driver included, over non-feedback connections. ≥ 1 when
+    /// active. Read by the driver when it arms the node's counter.
     pub init_count: u32,
-    /// Start of this node's range in `edges` (the nodes it decrements when finished).
+    /// Start of this node's range in `edges` (the nodes it decrements when
+    /// finished), in entries. Readers clamp (start, count) into `edges`.
     pub down_start: u32,
     /// Length of that range.
     pub down_count: u32,
@@ -54,7 +70,7 @@ pub struct ClientEntry {
     pub order: u32,
     /// Unique id of the client for its lifetime in this server (never reused).
     pub uuid: u64,
-    /// NUL-terminated UTF-8 name.
+    /// NUL-terminated UTF-8 name (at most 63 bytes).
     pub name: [u8; 64],
 }
 
@@ -80,7 +96,8 @@ pub mod port_type {
     pub const MIDI: u32 = 1;
 }
 
-/// One port in a graph table. Writer: server control thread.
+/// One port in a graph table, at its port slot index. Writer: the server's
+/// control thread; readers: see the module docs.
 #[repr(C)]
 #[derive(Clone, Copy)]
 pub struct PortEntry {
@@ -92,7 +109,8 @@ pub struct PortEntry {
     pub flags: u32,
     /// [`port_type`] value.
     pub ptype: u32,
-    /// Input ports: start of the connected output ports in `sources`.
+    /// Input ports: start of the connected output ports in `sources`, in
+    /// entries. Readers clamp (start, count) into `sources`.
     pub src_start: u32,
     /// Input ports: number of connected outputs.
     pub src_count: u32,
@@ -100,7 +118,9 @@ pub struct PortEntry {
     pub n_connections: u32,
     /// Monitoring requests (jack_port_request_monitor count).
     pub monitor: u32,
-    /// Latency ranges in frames: capture min, capture max, playback min, playback max.
+    /// Latency ranges in frames: capture min, capture max, playback min,
+    /// playback max (JACK's latency callback figures, set by the owner via
+    /// the server).
     pub latency: [u32; 4],
     /// Unique id of the port for its lifetime in this server.
     pub uuid: u64,
@@ -137,28 +157,33 @@ impl<'a> Table<'a> {
     }
 
     /// Graph version held by this table.
+    /// Real-time safe.
     pub fn version(&self) -> u64 {
         vread!(std::ptr::addr_of!((*self.header_ptr()).version))
     }
 
     /// Upper bound of used client slots (clamped to capacity).
+    /// Real-time safe.
     #[inline]
     pub fn client_hw(&self) -> u32 {
         vread!(std::ptr::addr_of!((*self.header_ptr()).client_hw)).min(self.layout.caps.max_clients)
     }
 
     /// Upper bound of used port slots (clamped to capacity).
+    /// Real-time safe.
     #[inline]
     pub fn port_hw(&self) -> u32 {
         vread!(std::ptr::addr_of!((*self.header_ptr()).port_hw)).min(self.layout.caps.max_ports)
     }
 
     /// Number of entries in the activation order (clamped).
+    /// Real-time safe.
     pub fn order_len(&self) -> u32 {
         vread!(std::ptr::addr_of!((*self.header_ptr()).n_order)).min(self.layout.caps.max_clients)
     }
 
     /// Node slot at position `i` of the activation order.
+    /// Real-time safe.
     pub fn order_at(&self, i: u32) -> Option<u32> {
         if i >= self.order_len() {
             return None;
@@ -192,6 +217,7 @@ impl<'a> Table<'a> {
     }
 
     /// State of a client slot ([`client_state`]); FREE when out of range.
+    /// Real-time safe.
     #[inline]
     pub fn client_state(&self, slot: u32) -> u32 {
         match self.client_ptr(slot) {
@@ -201,6 +227,7 @@ impl<'a> Table<'a> {
     }
 
     /// Activation count armed at cycle start for a node.
+    /// Real-time safe.
     #[inline]
     pub fn init_count(&self, slot: u32) -> u32 {
         match self.client_ptr(slot) {
@@ -210,6 +237,7 @@ impl<'a> Table<'a> {
     }
 
     /// Number of downstream nodes of a node (bounds-checked against the edge array).
+    /// Real-time safe.
     #[inline]
     pub fn down_count(&self, slot: u32) -> u32 {
         self.down_range(slot).1
@@ -226,6 +254,7 @@ impl<'a> Table<'a> {
     }
 
     /// The i-th downstream node of a node.
+    /// Real-time safe.
     #[inline]
     pub fn down_at(&self, slot: u32, i: u32) -> Option<u32> {
         let (start, count) = self.down_range(slot);
@@ -239,6 +268,7 @@ impl<'a> Table<'a> {
     }
 
     /// Uuid of the client in a slot (0 when out of range).
+    /// Real-time safe.
     #[inline]
     pub fn client_uuid(&self, slot: u32) -> u64 {
         match self.client_ptr(slot) {
@@ -253,6 +283,7 @@ impl<'a> Table<'a> {
     }
 
     /// Hot fields of a port: (state, owner, flags, ptype).
+    /// Real-time safe.
     #[inline]
     pub fn port_info(&self, port: u32) -> Option<(u32, u32, u32, u32)> {
         let p = self.port_ptr(port)?;
@@ -265,6 +296,7 @@ impl<'a> Table<'a> {
     }
 
     /// Number of sources of an input port (bounds-checked).
+    /// Real-time safe.
     #[inline]
     pub fn source_count(&self, port: u32) -> u32 {
         self.src_range(port).1
@@ -281,6 +313,7 @@ impl<'a> Table<'a> {
     }
 
     /// The i-th source (output port slot) of an input port.
+    /// Real-time safe.
     #[inline]
     pub fn source_at(&self, port: u32, i: u32) -> Option<u32> {
         let (start, count) = self.src_range(port);
@@ -296,6 +329,7 @@ impl<'a> Table<'a> {
     /// Address of a port's NUL-terminated full-name field in this table (for
     /// C bindings, which hand out `const char *` names): stays mapped while
     /// the view lives; its bytes change if the port is renamed or its slot reused.
+    /// Real-time safe.
     pub fn port_name_ptr(&self, port: u32) -> Option<*const u8> {
         let p = self.port_ptr(port)?;
         // SAFETY: a field address inside the in-range entry; nothing is read.
@@ -303,6 +337,7 @@ impl<'a> Table<'a> {
     }
 
     /// Hot fields of a port beyond [`Table::port_info`]: (uuid, connection count, monitor requests).
+    /// Real-time safe.
     pub fn port_extra(&self, port: u32) -> Option<(u64, u32, u32)> {
         let p = self.port_ptr(port)?;
         Some((
@@ -313,6 +348,7 @@ impl<'a> Table<'a> {
     }
 
     /// Latency ranges of a port: capture min/max, playback min/max.
+    /// Real-time safe.
     pub fn port_latency(&self, port: u32) -> Option<[u32; 4]> {
         let p = self.port_ptr(port)?;
         Some(vread!(std::ptr::addr_of!((*p).latency)))

@@ -104,6 +104,7 @@ impl View {
     }
 
     /// The layout.
+    /// Real-time safe.
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
@@ -114,6 +115,7 @@ impl View {
     }
 
     /// The control header.
+    /// Real-time safe.
     #[inline]
     pub fn header(&self) -> &ControlHeader {
         // SAFETY: validated at creation/open; lives as long as self.
@@ -121,6 +123,7 @@ impl View {
     }
 
     /// Activation record of a node slot, None when out of range.
+    /// Real-time safe.
     #[inline]
     pub fn record(&self, slot: u32) -> Option<&ActivationRecord> {
         if slot >= self.layout.caps.max_clients {
@@ -133,6 +136,7 @@ impl View {
     }
 
     /// Mailbox of a node slot, None when out of range.
+    /// Real-time safe.
     #[inline]
     pub fn mailbox(&self, slot: u32) -> Option<&Mailbox> {
         if slot >= self.layout.caps.max_clients {
@@ -148,6 +152,7 @@ impl View {
     }
 
     /// Whether `slot` is flagged as a slow-sync client.
+    /// Real-time safe.
     #[inline]
     pub fn is_sync_client(&self, slot: u32) -> bool {
         let w = (slot / 64) as usize;
@@ -155,6 +160,7 @@ impl View {
     }
 
     /// Pointer to the buffer of port slot `port` (max_frames f32), None when out of range.
+    /// Real-time safe.
     #[inline]
     pub fn port_buffer(&self, port: u32) -> Option<*mut f32> {
         if port >= self.layout.caps.max_ports {
@@ -166,6 +172,7 @@ impl View {
     }
 
     /// The zeroed buffer of unconnected inputs (max_frames f32, read-only).
+    /// Real-time safe.
     #[inline]
     pub fn silence(&self) -> *const f32 {
         // SAFETY: silence_offset + max_frames*4 ≤ control_bytes by construction.
@@ -173,6 +180,7 @@ impl View {
     }
 
     /// The graph table at index 0 or 1.
+    /// Real-time safe.
     #[inline]
     pub fn table(&self, index: usize) -> Table<'_> {
         let off = self.layout.table_offset[index & 1];
@@ -185,6 +193,7 @@ impl View {
     }
 
     /// Index of the current table.
+    /// Real-time safe.
     #[inline]
     pub fn current_index(&self) -> usize {
         crate::sync::switch::cur(self.header().switch.load(Ordering::Acquire))

@@ -1,41 +1,55 @@
 //! The `#[repr(C)]` records of the profile segment and where they lie
 //! ([`ProfileLayout`]). Pure layout: no thread runs code here beyond the
 //! server's control thread sizing a new segment.
+//!
+//! The segment is sealed against writable mappings once the server created
+//! it: only the server writes here, so readers need no sanitising beyond the
+//! bounds they apply anyway (a cycle's row count is clamped to the ring).
 
 use super::PROFILE_HEADER_BYTES;
 use crate::sync::{AtomicU32, AtomicU64};
 
-/// The segment's first page. Writers: see the field docs. Readers: everybody.
+/// The segment's first page. Writers: see the field docs (*once*: by the
+/// control thread at creation, before anyone else maps it). Readers: every
+/// profile reader, to find the newest records.
 #[repr(C)]
 pub struct ProfileHeader {
-    /// [`PROFILE_MAGIC`]. Written once at creation.
+    /// [`super::PROFILE_MAGIC`]. Once.
     pub magic: u64,
-    /// [`PROFILE_VERSION`]. Written once.
+    /// [`super::PROFILE_VERSION`]. Once.
     pub version: u32,
-    /// `size_of::<ProfileHeader>()`. Written once.
+    /// `size_of::<ProfileHeader>()` in bytes. Once.
     pub header_size: u32,
-    /// Slots of the cycle ring. Written once.
+    /// Slots of the cycle ring. Once.
     pub cycle_capacity: u32,
-    /// Slots of the node-row ring. Written once.
+    /// Slots of the node-row ring. Once.
     pub node_capacity: u32,
-    /// Slots of the name ring. Written once.
+    /// Slots of the name ring. Once.
     pub name_capacity: u32,
     /// Padding.
     pub _pad: u32,
     /// Cycle records completed since the server started; record n is in
-    /// slot `n % cycle_capacity`. Writer: driver thread (release).
+    /// slot `n % cycle_capacity`. Writer: driver thread (release, after
+    /// the record's closing sequence store). Readers (acquire): the records
+    /// below this count are complete unless overwritten since.
     pub cycles_written: AtomicU64,
-    /// Node rows announced since start (moves *before* the rows are written).
-    /// Writer: driver thread.
+    /// Node rows announced since start. Writer: driver thread, *before* it
+    /// writes the rows (then a release fence), so a reader that copied rows
+    /// `[f, f + c)` and then (after an acquire fence) finds this count
+    /// `<= f + node_capacity` knows none of them was being overwritten.
     pub nodes_written: AtomicU64,
-    /// Name records completed since start. Writer: control thread.
+    /// Name records completed since start. Writer: control thread (release,
+    /// after the record). Readers: [`super::ProfileRing::names`].
     pub names_written: AtomicU64,
 }
 
-/// One cycle, as the driver saw it. 128 bytes. Writer: driver thread.
+/// One cycle, as the driver saw it. 128 bytes. Writer: the driver thread,
+/// at the start of the next cycle, every field under `seq`
+/// ([`crate::seqlock::write_numbered`]). Readers: any profile reader
+/// ([`super::ProfileRing::read_cycle`], [`crate::seqlock::read_numbered`]).
 #[repr(C, align(64))]
 pub struct CycleRecord {
-    /// Seqlock word: `2n+1` while record n is written, `2n+2` once complete.
+    /// Sequence word: `2n+1` while record n is written, `2n+2` once complete.
     pub seq: AtomicU64,
     /// Cycle number (first cycle is 1).
     pub cycle: AtomicU64,
@@ -47,17 +61,19 @@ pub struct CycleRecord {
     /// in sync mode after the graph ended and playback was written, in async
     /// mode after writing last cycle's output and triggering the graph.
     pub end_ns: AtomicU64,
-    /// CPU time the driver thread used in the cycle (ns).
+    /// CPU time the driver thread used in the cycle (ns, CLOCK_THREAD_CPUTIME_ID delta).
     pub cpu_ns: AtomicU64,
     /// Nominal period of the cycle (ns).
     pub period_ns: AtomicU64,
     /// Frames of the cycle.
     pub frames: AtomicU32,
-    /// [`cycle_flags`] bits.
+    /// [`super::cycle_flags`] bits.
     pub flags: AtomicU32,
-    /// Number of the first node row of this cycle.
+    /// Number of the first node row of this cycle (row r is in node slot
+    /// `r % node_capacity`).
     pub node_first: AtomicU64,
-    /// Node rows of this cycle.
+    /// Node rows of this cycle (readers clamp it to
+    /// [`super::MAX_ROWS_PER_CYCLE`] and the node capacity).
     pub node_count: AtomicU32,
     /// Padding.
     pub _pad: AtomicU32,
@@ -65,11 +81,16 @@ pub struct CycleRecord {
     pub budget_ns: AtomicU64,
     /// The driver controller's prediction (ns; 0 without one).
     pub predicted_ns: AtomicU64,
-    /// Reserved for later fields.
+    /// Reserved for later fields (zero).
     pub _reserved: [AtomicU64; 4],
 }
 
-/// One client in one cycle. 64 bytes. Writer: driver thread.
+/// One client in one cycle. 64 bytes. Writer: the driver thread, after
+/// announcing it in [`ProfileHeader::nodes_written`] and before the cycle
+/// record that points at it. Readers: with their cycle record
+/// ([`super::ProfileRing::read_cycle`]), checked against `nodes_written`.
+/// The times are copies of the client's activation record, which the
+/// client could scribble on: numbers to display, never control input.
 #[repr(C, align(64))]
 pub struct NodeRecord {
     /// The client's uuid (names: the name ring, or the graph).
@@ -86,13 +107,16 @@ pub struct NodeRecord {
     pub budget_ns: AtomicU64,
     /// Its controller's prediction (ns; 0 without one).
     pub predicted_ns: AtomicU64,
-    /// Its slot.
+    /// Its node slot.
     pub slot: AtomicU32,
-    /// [`node_flags`] bits.
+    /// [`super::node_flags`] bits.
     pub flags: AtomicU32,
 }
 
-/// A client's name, kept after it leaves. 128 bytes. Writer: control thread.
+/// A client's name, kept after it leaves. 128 bytes. Writer: the server's
+/// control thread when a client opens, every field under `seq`
+/// ([`crate::seqlock::write_numbered`]). Readers:
+/// [`super::ProfileRing::names`].
 #[repr(C, align(64))]
 pub struct NameRecord {
     /// Seqlock word, as [`CycleRecord::seq`].
