@@ -17,7 +17,9 @@ pub struct Segment {
 // SAFETY: the mapping is plain shared memory; all concurrent access goes
 // through atomics or through the documented single-writer protocols.
 unsafe impl Send for Segment {}
-// SAFETY: as above.
+// SAFETY: shared references only hand out the base pointer, length and fd;
+// every access through the pointer is by atomics or under the documented
+// single-writer protocols, so concurrent use from several threads is sound.
 unsafe impl Sync for Segment {}
 
 impl Segment {

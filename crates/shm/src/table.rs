@@ -386,7 +386,9 @@ impl TableMut<'_> {
     /// Writes a client entry; panics on a slot out of range (server bug).
     pub fn set_client(&mut self, slot: u32, e: &ClientEntry) {
         assert!(slot < self.layout.caps.max_clients);
-        // SAFETY: in range; exclusive writer.
+        // SAFETY: slot < max_clients (asserted) keeps the entry inside the
+        // client array of this table; the caller of View::table_mut is the
+        // only writer of this (next) table, and readers only copy it.
         unsafe {
             let p = (self.base.add(self.layout.clients_at) as *mut ClientEntry).add(slot as usize);
             std::ptr::write_volatile(p, *e);
@@ -396,7 +398,9 @@ impl TableMut<'_> {
     /// Writes a port entry; panics on a slot out of range (server bug).
     pub fn set_port(&mut self, port: u32, e: &PortEntry) {
         assert!(port < self.layout.caps.max_ports);
-        // SAFETY: in range; exclusive writer.
+        // SAFETY: port < max_ports (asserted) keeps the entry inside the port
+        // array of this table; the caller of View::table_mut is the only
+        // writer of this (next) table, and readers only copy it.
         unsafe {
             let p = (self.base.add(self.layout.ports_at) as *mut PortEntry).add(port as usize);
             std::ptr::write_volatile(p, *e);

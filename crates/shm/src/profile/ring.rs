@@ -19,9 +19,11 @@ pub struct ProfileRing {
 }
 
 // SAFETY: all access through the pointer is to atomics; the mapping outlives
-// the ring by the owner's contract (`ProfileRing::from_raw`).
+// the ring by the contract of `ProfileRing::init` / `ProfileRing::open`.
 unsafe impl Send for ProfileRing {}
-// SAFETY: as above.
+// SAFETY: every access through a shared ring is an atomic load or store (the
+// writer's single-writer rule is a protocol, not a memory-safety, matter);
+// the mapping outlives the ring by the contract of `init` / `open`.
 unsafe impl Sync for ProfileRing {}
 
 impl ProfileRing {
