@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Model-checks the lock-free primitives of crates/shm/src/sync.rs with loom
+# Model-checks the lock-free primitives of crates/shm/src/sync.rs and
+# crates/shm/src/seqlock.rs with loom
 # (crates/shm/tests/loom.rs). Uses its own target dir so the `--cfg loom`
 # build does not invalidate the normal build cache.
 set -euo pipefail

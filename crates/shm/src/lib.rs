@@ -5,10 +5,20 @@
 //! (that is `resound-protocol`) or sets a thread's scheduling (that is
 //! `resound-sched`).
 //!
-//! * [`layout`] (re-exported at the crate root): the `#[repr(C)]` layouts of
-//!   the two shared-memory segments (the server-written *control* segment and
-//!   the shared *activation + buffers* segment), memfd segments, and the
-//!   bounds-checked [`View`] over them.
+//! The shared-memory ABI, re-exported at the crate root (`resound_shm::X`):
+//!
+//! * [`layout`]: where everything lies in the two segments (the
+//!   server-written *control* segment and the shared *activation + buffers*
+//!   segment), computed from four capacities.
+//! * [`segment`]: memfd segments (create, map, seal, mlock).
+//! * [`header`]: the control header and the timer of the current cycle.
+//! * [`table`]: the graph tables and their bounds-checked reader.
+//! * [`record`]: per-node activation records and client mailboxes.
+//! * [`view`]: the bounds-checked [`View`] over both mapped segments.
+//!
+//! The runtime:
+//!
+//! * [`seqlock`]: the one sequence lock every multi-word shared record uses.
 //! * [`sync`]: the two-state graph switch word, the cycle-tagged activation
 //!   counter, cross-process futex wait/wake.
 //! * [`cycle`]: the per-cycle operations both sides run: signal downstream,
@@ -21,18 +31,29 @@
 //!   cells that carry them between the driver and the clients.
 //! * [`limits`]: JACK's name limits and resound's capacity defaults.
 //!
-//! Threads: functions in [`sync`], [`cycle`], [`time`], [`midi`],
+//! Threads: functions in [`seqlock`], [`sync`], [`cycle`], [`time`], [`midi`],
 //! [`transport`] and the accessors of [`View`] are real-time safe (no
 //! allocation, no lock, only the futex and clock syscalls). Segment creation
 //! and mapping are for non-real-time threads only.
 
 pub mod cycle;
+pub mod header;
 pub mod layout;
 pub mod limits;
 pub mod midi;
 pub mod profile;
+pub mod record;
+pub mod segment;
+pub mod seqlock;
 pub mod sync;
+pub mod table;
 pub mod time;
 pub mod transport;
+pub mod view;
 
+pub use header::*;
 pub use layout::*;
+pub use record::*;
+pub use segment::*;
+pub use table::*;
+pub use view::*;

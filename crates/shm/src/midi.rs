@@ -524,7 +524,7 @@ mod tests {
         assert_eq!(ev[1].0, 5);
         assert_eq!(ev[1].1.len(), 40);
         assert_eq!(ev[2], (5, vec![0x80, 60, 0]));
-        // SAFETY: as above.
+        // SAFETY: `b` is a full-size buffer we own.
         unsafe {
             clear(b.0.as_mut_ptr());
             assert_eq!(event_count(b.0.as_ptr()), 0);
@@ -639,7 +639,8 @@ mod tests {
             })
             .collect();
         assert!(want.len() < 200, "{}", want.len());
-        // SAFETY: as above.
+        // SAFETY: `hostile` and `out` are full-size buffers we own; `saw`
+        // has MAX_EVENTS records, what put_raw can hold.
         unsafe {
             put_raw(hostile.0.as_mut_ptr(), &saw);
             merge(

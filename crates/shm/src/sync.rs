@@ -26,6 +26,12 @@
 //! * Non-real-time readers read GEN, copy what they need from table `CUR`, and
 //!   retry if GEN moved ([`switch::read_consistent`]): the writer can only
 //!   write a table after a switch made it non-current, which moves GEN.
+//!   This looks like a seqlock but is deliberately not [`crate::seqlock`]:
+//!   the data are double-buffered, so readers never meet a busy writer and
+//!   have no odd phase to wait out; GEN is bumped by the driver's switch,
+//!   not by the writer; and the word's other bits (CUR, PENDING, WRITING)
+//!   change without invalidating a copy. The word is in the sealed control
+//!   segment, so no client can make a reader retry.
 //!
 //! ## The activation counter ([`activation`])
 //!

@@ -8,14 +8,13 @@
 //!   acknowledgement and, for the timebase master, the extended position of
 //!   the next cycle. Everything there is sanitised by the driver.
 //!
-//! Both kinds of record are [`SeqCell`]s: a sequence counter plus words, all
-//! atomics, so readers never see torn data and never read non-atomic memory
-//! another process writes. Readers of client-written cells give up after a
-//! few tries, so a client that leaves its counter odd cannot stall the driver.
+//! Both kinds of record are [`SeqCell`]s ([`crate::seqlock`]): a sequence
+//! counter plus words, all atomics, so readers never see torn data and never
+//! read non-atomic memory another process writes. Readers of client-written
+//! cells give up after a few tries, so a client that leaves its counter odd
+//! cannot stall the driver.
 //!
 //! Real-time safe: no allocation, no lock, no syscall.
-
-use crate::sync::{AtomicU32, AtomicU64, Ordering};
 
 /// Transport states, with JACK's `jack_transport_state_t` values.
 pub mod state {
@@ -210,102 +209,9 @@ impl Transport {
     }
 }
 
-/// A sequence-counted group of atomic words (a seqlock whose data are atomics).
-///
-/// Writers take the counter from even to odd with a CAS, store the words and
-/// release it to the next even value, so concurrent writers (two threads of
-/// one client) serialise instead of corrupting each other. Readers retry
-/// while the counter is odd or moved.
-#[repr(C)]
-pub struct SeqCell<const N: usize> {
-    /// Sequence counter: odd while a writer is storing.
-    pub seq: AtomicU32,
-    /// Padding.
-    pub _pad: u32,
-    /// The data.
-    pub words: [AtomicU64; N],
-}
-
-#[inline]
-fn fence_release() {
-    #[cfg(loom)]
-    loom::sync::atomic::fence(Ordering::Release);
-    #[cfg(not(loom))]
-    std::sync::atomic::fence(Ordering::Release);
-}
-
-#[inline]
-fn fence_acquire() {
-    #[cfg(loom)]
-    loom::sync::atomic::fence(Ordering::Acquire);
-    #[cfg(not(loom))]
-    std::sync::atomic::fence(Ordering::Acquire);
-}
-
-impl<const N: usize> SeqCell<N> {
-    /// Stores `w`. Spins at most `tries` times for another writer to finish;
-    /// returns false (nothing written) if it did not.
-    pub fn write(&self, w: &[u64; N], tries: u32) -> bool {
-        for _ in 0..tries.max(1) {
-            let s = self.seq.load(Ordering::Relaxed);
-            if s & 1 == 1 {
-                std::hint::spin_loop();
-                continue;
-            }
-            if self
-                .seq
-                .compare_exchange(s, s.wrapping_add(1), Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-            {
-                continue;
-            }
-            // The word stores must not become visible before the odd counter.
-            fence_release();
-            for (a, v) in self.words.iter().zip(w) {
-                a.store(*v, Ordering::Relaxed);
-            }
-            self.seq.store(s.wrapping_add(2), Ordering::Release);
-            return true;
-        }
-        false
-    }
-
-    /// Reads a consistent copy, trying at most `tries` times.
-    pub fn read(&self, tries: u32) -> Option<[u64; N]> {
-        for _ in 0..tries.max(1) {
-            let s1 = self.seq.load(Ordering::Acquire);
-            if s1 & 1 == 1 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let mut out = [0u64; N];
-            for (o, a) in out.iter_mut().zip(&self.words) {
-                *o = a.load(Ordering::Relaxed);
-            }
-            fence_acquire();
-            if self.seq.load(Ordering::Relaxed) == s1 {
-                return Some(out);
-            }
-        }
-        None
-    }
-
-    /// A cell with every word and the counter at zero (for cells in
-    /// process-private memory).
-    pub fn new() -> Self {
-        SeqCell {
-            seq: AtomicU32::new(0),
-            _pad: 0,
-            words: std::array::from_fn(|_| AtomicU64::new(0)),
-        }
-    }
-}
-
-impl<const N: usize> Default for SeqCell<N> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+/// A sequence-counted group of atomic words: the crate's one seqlock
+/// ([`crate::seqlock::SeqArray`]) under the name the transport code uses.
+pub type SeqCell<const N: usize> = crate::seqlock::SeqArray<N>;
 
 /// A [`SeqCell`] holding a [`Position`].
 pub type PositionCell = SeqCell<POSITION_WORDS>;
@@ -313,16 +219,20 @@ pub type PositionCell = SeqCell<POSITION_WORDS>;
 pub type TransportCell = SeqCell<TRANSPORT_WORDS>;
 
 impl PositionCell {
-    /// Stores a position (see [`SeqCell::write`]).
+    /// Writer side (a client's threads, several writers): stores a
+    /// position, spinning at most `tries` times for another writer (see
+    /// [`SeqCell::try_write`]); false if nothing was written. Real-time safe.
     pub fn put(&self, p: &Position, tries: u32) -> bool {
         let mut w = [0u64; POSITION_WORDS];
         p.to_words(&mut w);
-        self.write(&w, tries)
+        self.try_write(&w, tries)
     }
 
-    /// Reads a position (see [`SeqCell::read`]).
+    /// Reader side (the driver): a consistent copy in at most `tries`
+    /// attempts (see [`SeqCell::try_read`]); the caller sanitises it
+    /// ([`Position::sanitised`]). Real-time safe.
     pub fn get(&self, tries: u32) -> Option<Position> {
-        self.read(tries).map(|w| Position::from_words(&w))
+        self.try_read(tries).map(|w| Position::from_words(&w))
     }
 }
 
@@ -333,24 +243,28 @@ impl PositionCell {
 pub const RT_TRIES: u32 = 64;
 
 impl TransportCell {
-    /// Publishes (single writer: the driver).
+    /// Writer side, sole writer (the driver, for the header's cell):
+    /// publishes `t`. Real-time safe.
     pub fn publish(&self, t: &Transport) {
-        self.put(t, u32::MAX);
+        let mut w = [0u64; TRANSPORT_WORDS];
+        t.to_words(&mut w);
+        self.write_exclusive(&w);
     }
 
-    /// Stores `t`, spinning at most `tries` times for another writer (see
-    /// [`SeqCell::write`]); false if nothing was written.
+    /// Writer side, one of several: stores `t`, spinning at most `tries`
+    /// times for another writer (see [`SeqCell::try_write`]); false if
+    /// nothing was written. Real-time safe.
     pub fn put(&self, t: &Transport, tries: u32) -> bool {
         let mut w = [0u64; TRANSPORT_WORDS];
         t.to_words(&mut w);
-        self.write(&w, tries)
+        self.try_write(&w, tries)
     }
 
     /// A consistent copy, trying at most `tries` times (spin hints only:
     /// no syscall, real-time safe); None if the counter stayed odd or kept
     /// moving, as when the server was killed in the middle of a publication.
     pub fn try_load(&self, tries: u32) -> Option<Transport> {
-        let w = self.read(tries)?;
+        let w = self.try_read(tries)?;
         Some(Transport {
             pos: Position::from_words(&w[..POSITION_WORDS]),
             state: w[POSITION_WORDS] as u32,
@@ -398,6 +312,7 @@ impl TransportReader {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::sync::Ordering;
 
     fn sample() -> Position {
         Position {
@@ -445,11 +360,7 @@ mod tests {
 
     #[test]
     fn seqcell_reads_are_never_torn() {
-        let cell: std::sync::Arc<PositionCell> = std::sync::Arc::new(PositionCell {
-            seq: AtomicU32::new(0),
-            _pad: 0,
-            words: Default::default(),
-        });
+        let cell: std::sync::Arc<PositionCell> = std::sync::Arc::new(PositionCell::new());
         let c2 = cell.clone();
         let writer = std::thread::spawn(move || {
             for i in 0..20_000u32 {

@@ -1,4 +1,5 @@
-//! Loom model checks of the lock-free primitives in `resound_shm::sync`.
+//! Loom model checks of the lock-free primitives in `resound_shm::sync` and
+//! `resound_shm::seqlock`.
 //!
 //! Run with `scripts/loom.sh` (`RUSTFLAGS="--cfg loom"`); without `cfg(loom)`
 //! this file compiles to nothing.
@@ -11,6 +12,10 @@
 //!   decrement per cycle reaches zero; stale-cycle decrements are no-ops).
 //! * `one_hop_*`: counter + trigger + futex word end to end (the node is
 //!   woken exactly once and sees the cycle it was triggered for).
+//! * `seqlock_*`: the crate's one seqlock (`resound_shm::seqlock`): readers
+//!   never return a torn copy, bounded retries always return (a busy or
+//!   dead writer makes them give up), shared writers serialise, ring slots
+//!   tell "not yet" from "overwritten".
 //!
 //! Two loom 0.7 limitations shape these models:
 //!
@@ -33,6 +38,7 @@ use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::Arc;
 use loom::thread;
+use resound_shm::seqlock::{read_numbered, write_numbered, SeqArray, Stale};
 use resound_shm::sync::{activation, futex, switch};
 
 /// Contents of table 1 before the writer first fills it: deliberately not a
@@ -518,4 +524,211 @@ fn one_hop_two_upstreams_trigger_once() {
     });
     seen.assert_has(true, "node asleep before the trigger");
     seen.assert_has(false, "node arriving after the trigger");
+}
+
+// ---------------------------------------------------------------------------
+// Seqlock (resound_shm::seqlock)
+// ---------------------------------------------------------------------------
+
+/// Words of the cells in the seqlock models: two, so a torn copy shows as
+/// two different values.
+type Cell = SeqArray<2>;
+
+/// Attempts the seqlock readers of these models make: small and bounded,
+/// which is the property under test (a reader always returns).
+const READ_TRIES: u32 = 2;
+
+/// A copy a reader returned must be one a writer wrote whole.
+fn assert_whole(w: [u64; 2], what: &str) {
+    assert_eq!(w[0], w[1], "{what}: torn copy {w:?}");
+}
+
+/// The sole writer (the driver's role for the timer and the published
+/// transport) stores versions 1 and 2 while a reader takes two bounded
+/// copies: every copy it gets is whole, versions never go back, and a
+/// reader that meets the writer mid-store gives up instead of waiting.
+#[test]
+fn seqlock_exclusive_writer_reader_never_torn() {
+    let seen = Seen::<(Option<u64>, Option<u64>)>::new();
+    let seen_in = seen.clone();
+    bounded(3).check(move || {
+        let cell = Arc::new(Cell::new());
+        let writer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                for v in 1..=2 {
+                    cell.write_exclusive(&[v, v]);
+                }
+            })
+        };
+        let reader = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                let mut copies = [None; 2];
+                for c in &mut copies {
+                    *c = cell.try_read(READ_TRIES).map(|w| {
+                        assert_whole(w, "exclusive");
+                        w[0]
+                    });
+                }
+                copies
+            })
+        };
+        writer.join().unwrap();
+        let [a, b] = reader.join().unwrap();
+        if let (Some(a), Some(b)) = (a, b) {
+            assert!(a <= b, "version went back: {a} then {b}");
+        }
+        assert_eq!(cell.try_read(1), Some([2, 2]), "last version not readable");
+        seen_in.add((a, b));
+    });
+    seen.assert_has((Some(0), Some(0)), "reader before the writer");
+    seen.assert_has((Some(2), Some(2)), "reader after the writer");
+    seen.assert_has((Some(0), Some(2)), "reader across the writes");
+}
+
+/// A reader meets the writer mid-store and gives up (None) within its tries.
+#[test]
+fn seqlock_reader_gives_up_on_a_busy_writer() {
+    let seen = Seen::<Option<u64>>::new();
+    let seen_in = seen.clone();
+    loom::model(move || {
+        let cell = Arc::new(Cell::new());
+        let writer = {
+            let cell = cell.clone();
+            thread::spawn(move || cell.write_exclusive(&[1, 1]))
+        };
+        let reader = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                cell.try_read(1).map(|w| {
+                    assert_whole(w, "busy");
+                    w[0]
+                })
+            })
+        };
+        writer.join().unwrap();
+        seen_in.add(reader.join().unwrap());
+    });
+    seen.assert_has(None, "a reader that gave up on a busy writer");
+    seen.assert_has(Some(0), "a reader before the writer");
+    seen.assert_has(Some(1), "a reader after the writer");
+}
+
+/// Two writers of one cell (two threads of a client posting to its mailbox)
+/// serialise through the CAS on the sequence word: at least one of them
+/// writes, a bounded reader only ever copies one writer's words, and the
+/// final contents are one writer's words whole.
+#[test]
+fn seqlock_shared_writers_serialise() {
+    let seen = Seen::<(bool, bool)>::new();
+    let seen_in = seen.clone();
+    bounded(2).check(move || {
+        let cell = Arc::new(Cell::new());
+        let writers: Vec<_> = [1u64, 2]
+            .into_iter()
+            .map(|v| {
+                let cell = cell.clone();
+                thread::spawn(move || cell.try_write(&[v, v], 2))
+            })
+            .collect();
+        let reader = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                if let Some(w) = cell.try_read(READ_TRIES) {
+                    assert_whole(w, "shared");
+                }
+            })
+        };
+        let wrote: Vec<bool> = writers.into_iter().map(|h| h.join().unwrap()).collect();
+        reader.join().unwrap();
+        assert!(wrote[0] || wrote[1], "both writers gave up");
+        let last = cell.try_read(1).expect("no writer left busy");
+        assert_whole(last, "final");
+        assert!(last[0] == 0 || wrote[last[0] as usize - 1]);
+        assert!(last[0] != 0, "a successful write was lost");
+        seen_in.add((wrote[0], wrote[1]));
+    });
+    seen.assert_has((true, true), "both writers in turn");
+}
+
+/// A writer killed between its two sequence stores (a crashed server, or a
+/// client that died in its mailbox) leaves the word odd and a word half
+/// written: readers return within their tries, never with the half-written
+/// words.
+#[test]
+fn seqlock_dead_writer_never_hangs_or_tears_readers() {
+    let seen = Seen::<Option<[u64; 2]>>::new();
+    let seen_in = seen.clone();
+    loom::model(move || {
+        let cell = Arc::new(Cell::new());
+        let dying = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                // What write_exclusive does up to the data stores, then death.
+                cell.seq.store(1, Ordering::Relaxed);
+                loom::sync::atomic::fence(Ordering::Release);
+                cell.words[0].store(9, Ordering::Relaxed);
+            })
+        };
+        let reader = {
+            let cell = cell.clone();
+            thread::spawn(move || cell.try_read(READ_TRIES))
+        };
+        dying.join().unwrap();
+        let copy = reader.join().unwrap();
+        assert!(copy.is_none() || copy == Some([0, 0]), "torn: {copy:?}");
+        assert_eq!(
+            cell.try_read(READ_TRIES),
+            None,
+            "odd word must stay unreadable"
+        );
+        seen_in.add(copy);
+    });
+    seen.assert_has(None, "a reader after the death");
+    seen.assert_has(Some([0, 0]), "a reader before the death");
+}
+
+/// A ring slot (capacity 1) receives records 0 then 1 while a reader wants
+/// record 0: it gets record 0 whole, or learns it is not written yet or
+/// already overwritten, never record 1's words or a mix.
+#[test]
+fn seqlock_numbered_slot_reader_gets_its_record_or_knows_why_not() {
+    let seen = Seen::<Result<u64, Stale>>::new();
+    let seen_in = seen.clone();
+    bounded(3).check(move || {
+        let cell = Arc::new(Cell::new());
+        let writer = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                for n in 0..2u64 {
+                    write_numbered(&cell.seq, n, || {
+                        for w in &cell.words {
+                            w.store(10 + n, Ordering::Relaxed);
+                        }
+                    });
+                }
+            })
+        };
+        let reader = {
+            let cell = cell.clone();
+            thread::spawn(move || {
+                read_numbered(&cell.seq, 0, || {
+                    [
+                        cell.words[0].load(Ordering::Relaxed),
+                        cell.words[1].load(Ordering::Relaxed),
+                    ]
+                })
+            })
+        };
+        writer.join().unwrap();
+        let got = reader.join().unwrap().map(|w| {
+            assert_eq!(w, [10, 10], "record 0 torn or from record 1");
+            w[0]
+        });
+        seen_in.add(got);
+    });
+    seen.assert_has(Ok(10), "record 0 read whole");
+    seen.assert_has(Err(Stale::NotYet), "record 0 not written yet");
+    seen.assert_has(Err(Stale::Overwritten), "record 0 overwritten");
 }
