@@ -21,6 +21,7 @@
 
 use crate::ffi::{self, *};
 use crate::port::LjPort;
+use resound_client::prelude::*;
 use resound_client::{Client, Code, Control, Error, Event, OpenOptions, RtContext};
 use resound_shm::port_flags;
 use resound_shm::sync::Ordering;
