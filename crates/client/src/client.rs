@@ -15,7 +15,7 @@ use crate::requests::{expect_ok, Requests};
 use resound_protocol::wire::{HelloKind, Reply, Request, Welcome};
 use resound_shm::sync::{futex, Ordering};
 use resound_shm::transport::TransportCell;
-use resound_shm::View;
+use resound_shm::{Table, Timer, View};
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
@@ -210,6 +210,29 @@ impl Client {
     /// The shared-memory view (for bindings and tools).
     pub fn view(&self) -> &View {
         &self.inner.view
+    }
+
+    /// The server's real-time priority for client threads (0: clients do
+    /// not run real-time). Real-time safe.
+    pub fn client_priority(&self) -> i32 {
+        self.inner.view.header().client_priority
+    }
+
+    /// The driver's timer as published for the current cycle. Real-time safe.
+    pub fn timer(&self) -> Timer {
+        self.inner.view.timer()
+    }
+
+    /// Index of the graph table currently in use (for [`Client::table`]).
+    /// Real-time safe.
+    pub fn current_table_index(&self) -> usize {
+        self.inner.view.current_index()
+    }
+
+    /// Graph table `index` (read-only shared memory): port and client
+    /// entries, connections, latencies. Real-time safe.
+    pub fn table(&self, index: usize) -> Table<'_> {
+        self.inner.view.table(index)
     }
 
     /// Whether the server went away.

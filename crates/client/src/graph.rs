@@ -93,7 +93,7 @@ impl Client {
     }
 
     /// Whether this client sets its ports' latencies itself (in response to
-    /// [`Notification::Latency`]); otherwise the server applies JACK's default rule.
+    /// [`crate::Event::Latency`]); otherwise the server applies JACK's default rule.
     pub fn set_latency_callback(&self, on: bool) -> Result<()> {
         self.ok(Request::SetLatencyCallback { on })
     }

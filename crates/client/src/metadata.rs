@@ -64,7 +64,6 @@ impl Client {
         })
     }
 
-    /// Metadata requests that need no client identity (shared with [`ControlSession`]).
     /// Removes one property.
     pub fn remove_property(&self, subject: u64, key: &str) -> Result<()> {
         self.ok(Request::RemoveProperty {

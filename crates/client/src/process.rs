@@ -152,7 +152,7 @@ impl RtContext {
         }
     }
 
-    /// Thread initialisation is done: lets [`Client::activate_with`] return
+    /// Thread initialisation is done: lets [`crate::Client::activate_with`] return
     /// (as jackd's activation waits only for its thread to start and run
     /// the thread-init callback). Called at the latest by the first
     /// [`RtContext::wait`]. Call it before running application code that

@@ -3,7 +3,8 @@
 //! and timebase registration. The sync and timebase callbacks themselves run
 //! on the process thread (see `client.rs`).
 
-use crate::client::{client, Cb};
+use crate::callbacks::Cb;
+use crate::client::client;
 use crate::ffi::{self, *};
 use resound_client::Code;
 use resound_shm::time::monotonic_ns;
