@@ -8,7 +8,7 @@ use resound_protocol::wire::Notification;
 use resound_shm::sync::{futex, Ordering};
 use resound_shm::time::monotonic_ns;
 use std::sync::atomic::AtomicU32;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::{Arc, Weak};
 
 /// A notification callback (runs on the notification thread; may call [`Client`] methods).
@@ -30,7 +30,8 @@ const DISPATCH_POLL_NS: u64 = 50_000_000;
 /// deactivation. Sleeps on the futex word `wake`, which the reader bumps for
 /// every notification and the process thread when it asks to quit, so a
 /// Quit is acted on at once unless a callback is still running (meanwhile
-/// the process thread keeps the stream intact, see [`RtContext::wait`]).
+/// the process thread keeps the stream intact, see
+/// [`crate::RtContext::wait`]).
 pub(crate) fn dispatcher(
     weak: Weak<Inner>,
     notes: Receiver<Option<Notification>>,
@@ -42,49 +43,74 @@ pub(crate) fn dispatcher(
         let seen = wake.load(Ordering::Acquire);
         {
             let Some(inner) = weak.upgrade() else { return };
-            let gen = inner.quit_requested.swap(0, Ordering::AcqRel);
-            if gen != 0 {
-                let client = Client::borrowed(inner.clone());
-                // Only the activation that asked (not a newer one); an
-                // application's own jack_deactivate may have come first.
-                let _ = client.deactivate_gen(Some(gen));
-            }
+            act_on_quit_request(&inner);
         }
-        let msg = match notes.try_recv() {
-            Ok(m) => Ok(m),
-            Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) => {
-                let deadline = monotonic_ns() + DISPATCH_POLL_NS;
-                futex::wait_changed(&wake, seen, Some(deadline));
-                match notes.try_recv() {
-                    Ok(m) => Ok(m),
-                    Err(TryRecvError::Empty) => Err(RecvTimeoutError::Timeout),
-                    Err(TryRecvError::Disconnected) => Err(RecvTimeoutError::Disconnected),
-                }
-            }
-        };
+        let next = next_note(&notes, &wake, seen);
         let Some(inner) = weak.upgrade() else { return };
         let client = Client::borrowed(inner.clone());
-        let n = match msg {
-            Ok(Some(n)) => n,
-            Ok(None) | Err(RecvTimeoutError::Disconnected) => {
-                inner.conn.mark_gone();
-                if !inner.shutdown_seen.swap(true, Ordering::AcqRel)
-                    && !inner.closed.load(Ordering::Acquire)
-                {
-                    let n = Notification::Shutdown {
-                        reason: "connection to the server lost".into(),
-                    };
-                    deliver(&inner, &client, &n);
+        match next {
+            Next::Note(n) => {
+                if matches!(n, Notification::Shutdown { .. }) {
+                    inner.shutdown_seen.store(true, Ordering::Release);
                 }
+                deliver(&inner, &client, &n);
+            }
+            Next::Idle => continue,
+            Next::Ended => {
+                connection_lost(&inner, &client);
                 return;
             }
-            Err(RecvTimeoutError::Timeout) => continue,
-        };
-        if matches!(n, Notification::Shutdown { .. }) {
-            inner.shutdown_seen.store(true, Ordering::Release);
         }
-        deliver(&inner, &client, &n);
+    }
+}
+
+/// What the dispatcher found in its queue.
+enum Next {
+    /// A notification.
+    Note(Notification),
+    /// Nothing before the poll deadline (or only a wake-up).
+    Idle,
+    /// The connection ended.
+    Ended,
+}
+
+/// The next notification, sleeping on `wake` (last read as `seen`) for at
+/// most [`DISPATCH_POLL_NS`] when the queue is empty.
+fn next_note(notes: &Receiver<Option<Notification>>, wake: &AtomicU32, seen: u32) -> Next {
+    let got = match notes.try_recv() {
+        Err(TryRecvError::Empty) => {
+            let deadline = monotonic_ns() + DISPATCH_POLL_NS;
+            futex::wait_changed(wake, seen, Some(deadline));
+            notes.try_recv()
+        }
+        other => other,
+    };
+    match got {
+        Ok(Some(n)) => Next::Note(n),
+        Err(TryRecvError::Empty) => Next::Idle,
+        Ok(None) | Err(TryRecvError::Disconnected) => Next::Ended,
+    }
+}
+
+/// Deactivates the activation whose process thread asked to quit, if any:
+/// only that one (not a newer one); an application's own deactivation may
+/// have come first.
+fn act_on_quit_request(inner: &Arc<Inner>) {
+    let gen = inner.quit_requested.swap(0, Ordering::AcqRel);
+    if gen != 0 {
+        let _ = Client::borrowed(inner.clone()).deactivate_gen(Some(gen));
+    }
+}
+
+/// The connection ended: later requests fail at once, and the application
+/// hears of it as a shutdown unless it already did or closed the client.
+fn connection_lost(inner: &Inner, client: &Client) {
+    inner.conn.mark_gone();
+    if !inner.shutdown_seen.swap(true, Ordering::AcqRel) && !inner.closed.load(Ordering::Acquire) {
+        let n = Notification::Shutdown {
+            reason: "connection to the server lost".into(),
+        };
+        deliver(inner, client, &n);
     }
 }
 
