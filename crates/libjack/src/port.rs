@@ -221,6 +221,8 @@ fn is_own_output_tie(lc: &LjClient, table: usize, id: u32, tied: u32) -> bool {
     own(id, port_flags::IS_OUTPUT) && own(tied, port_flags::IS_INPUT)
 }
 
+/// This cycle's buffer of a port (see the module docs). Real-time safe.
+///
 /// # Safety
 /// `port` is NULL or a port handle of an open client.
 #[no_mangle]

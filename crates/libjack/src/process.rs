@@ -44,7 +44,7 @@ pub struct RtShared {
 
 impl LjClient {
     /// Process thread: waits for the next cycle the application may process
-    /// (sync callback done); None when the thread must end.
+    /// (sync callback done); None when the thread must end. Real-time safe.
     fn next_cycle(&self, ctx: &mut RtContext) -> Option<u32> {
         let mut blocked_since: Option<u64> = None;
         loop {
@@ -91,6 +91,7 @@ impl LjClient {
     }
 
     /// Process thread: ends the cycle (timebase callback when due).
+    /// Real-time safe.
     fn end_cycle(&self, ctx: &mut RtContext, status: c_int) {
         if ctx.current().is_none() {
             return;
@@ -124,7 +125,8 @@ extern "C" {
     fn lj_run_thread(fun: JackThreadCallback, arg: *mut c_void);
 }
 
-/// The body of the process thread.
+/// The body of the process thread: thread initialisation, then the cycles
+/// (whose per-cycle path is real-time safe).
 fn process_body(lc: &LjClient, cbs: Callbacks, ctx: &mut RtContext) {
     lc.rt.ctx.store(ctx as *mut RtContext, Ordering::Release);
     // SAFETY: pthread_self has no preconditions.
@@ -239,6 +241,7 @@ pub unsafe extern "C" fn jack_deactivate(client: *mut c_void) -> c_int {
 }
 
 /// jack_cycle_wait's Rust half (shim.c leaves the thread when told to).
+/// Real-time safe (it sleeps only until the client's next cycle).
 ///
 /// # Safety
 /// `client` is NULL or an open client; `must_exit` is writable.
@@ -270,7 +273,7 @@ pub unsafe extern "C" fn lj_cycle_wait(
     })
 }
 
-/// jack_cycle_signal's Rust half.
+/// jack_cycle_signal's Rust half. Real-time safe.
 ///
 /// # Safety
 /// `client` is NULL or an open client.
