@@ -4,6 +4,7 @@
 
 use crate::client::client;
 use crate::ffi::{self, jack_intclient_t, options, status};
+use resound_client::prelude::*;
 use resound_client::{Code, ControlSession, Error};
 use std::ffi::{c_char, c_int, c_void};
 

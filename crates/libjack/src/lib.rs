@@ -22,15 +22,24 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+pub mod callbacks;
 pub mod client;
+pub mod connect;
 pub mod ffi;
+pub mod info;
 pub mod intclient;
+pub mod latency;
 pub mod metadata;
 pub mod midi;
+pub mod notify;
 pub mod port;
+pub mod port_info;
+pub mod port_query;
+pub mod process;
 pub mod registry;
 pub mod ringbuffer;
 pub mod session;
+pub mod thread;
 pub mod time;
 pub mod transport;
 
@@ -176,9 +185,9 @@ pub extern "C" fn resound_libjack_abi() -> *const c_char {
                     "PropertyDeleted",
                     resound_protocol::wire::property_change::DELETED as i64,
                 ),
-                ("jack_client_name_size", client::jack_client_name_size() as i64),
-                ("jack_port_name_size", port::jack_port_name_size() as i64),
-                ("jack_port_type_size", port::jack_port_type_size() as i64),
+                ("jack_client_name_size", info::jack_client_name_size() as i64),
+                ("jack_port_name_size", port_info::jack_port_name_size() as i64),
+                ("jack_port_type_size", port_info::jack_port_type_size() as i64),
             ];
             for (n, v) in consts {
                 s += &format!("{n} {v}\n");

@@ -5,6 +5,7 @@
 
 use crate::client::client;
 use crate::ffi::{self, *};
+use resound_client::prelude::*;
 use resound_client::{ControlSession, MetadataApi, Result as RResult};
 use resound_protocol::wire::Property;
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -20,9 +21,7 @@ fn query<T>(f: impl FnOnce(&MetadataApi<'_>) -> RResult<T>) -> RResult<T> {
         Some(r) => r,
         None => {
             let s = ControlSession::connect(None, None)?;
-            let m = s.metadata();
-            let r = (f.take().expect("once"))(&m);
-            drop(m);
+            let r = (f.take().expect("once"))(&s.metadata());
             r
         }
     }

@@ -19,7 +19,7 @@ fn cycle(lc: &LjClient) -> (u64, u64, u64, u32) {
             r.frames.load(Ordering::Relaxed),
         );
     }
-    let t = lc.client.view().timer();
+    let t = lc.client.timer();
     (t.frame_time, t.start_ns, t.next_start_ns, t.frames)
 }
 

@@ -3,10 +3,11 @@
 //! and timebase registration. The sync and timebase callbacks themselves run
 //! on the process thread (see `client.rs`).
 
-use crate::client::{client, Cb};
+use crate::callbacks::Cb;
+use crate::client::client;
 use crate::ffi::{self, *};
 use resound_client::Code;
-use resound_shm::time::monotonic_ns;
+use resound_shm::time::{monotonic_ns, ns_to_frames};
 use resound_shm::transport::{state, valid};
 use std::ffi::{c_int, c_void};
 
@@ -47,7 +48,7 @@ pub unsafe extern "C" fn jack_get_current_transport_frame(
             return t.pos.frame;
         }
         let elapsed_us = (monotonic_ns() / 1000).saturating_sub(t.pos.usecs);
-        let frames = (t.pos.frame_rate as f64 / 1e6 * elapsed_us as f64).floor() as u64;
+        let frames = ns_to_frames(elapsed_us.saturating_mul(1000), t.pos.frame_rate);
         t.pos.frame.wrapping_add(frames as u32)
     })
 }

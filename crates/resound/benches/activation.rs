@@ -19,6 +19,7 @@
 //! (`cargo build --release --bins -p resound`). Every child process and
 //! server is stopped by a drop guard, on error paths too.
 
+use resound_client::prelude::*;
 use resound_client::{Client, Control, ControlSession, OpenOptions, PortFlags, PortKind};
 use resound_shm::sync::futex::{bump_and_wake, wait_changed, Wait};
 use resound_shm::time::{monotonic_ns, sleep_until, thread_cpu_ns};

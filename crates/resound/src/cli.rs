@@ -2,6 +2,7 @@
 //! load/unload, profile, monitor, reserve, experiment, demo).
 
 use clap::{Parser, Subcommand};
+use resound_client::prelude::*;
 use resound_client::ControlSession;
 use resound_protocol::wire::{PortInfo, Status};
 use resound_shm::port_flags;

@@ -6,6 +6,7 @@
 
 use crate::cli::{format_lsp, format_status};
 use clap::Args;
+use resound_client::prelude::*;
 use resound_client::ControlSession;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

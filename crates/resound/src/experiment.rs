@@ -25,6 +25,7 @@
 //! signal in case this process is killed outright.
 
 use clap::{Args, ValueEnum};
+use resound_client::prelude::*;
 use resound_client::{Client, ControlSession, OpenOptions};
 use resound_protocol::wire::Status;
 use resound_shm::time::{monotonic_ns, sleep_until};

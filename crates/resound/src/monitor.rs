@@ -10,6 +10,7 @@
 //! returns the same window as the profile JSON of `resound profile`.
 
 use crate::profile::{profile_from, read_profile};
+use resound_client::prelude::*;
 use resound_client::ControlSession;
 use resound_profiler::plots::{self, Chart, Series};
 use resound_profiler::Profile;

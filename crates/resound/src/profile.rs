@@ -2,6 +2,7 @@
 //! records out of a running server's profile ring and writes them as CSV,
 //! JSON, summary tables, plots (PNG, SVG) and an index.html.
 
+use resound_client::prelude::*;
 use resound_client::ControlSession;
 use resound_profiler::{Profile, ServerInfo};
 use resound_protocol::wire::Status;

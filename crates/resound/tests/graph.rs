@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use resound_client::prelude::*;
 use std::time::Duration;
 
 const PERIOD: u32 = 256;

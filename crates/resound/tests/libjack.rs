@@ -11,6 +11,7 @@
 
 mod common;
 use common::*;
+use resound_client::prelude::*;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -2,6 +2,7 @@
 
 mod common;
 use common::*;
+use resound_client::prelude::*;
 use resound_client::{Client, Code, Event, OpenOptions, PortFlags, PortKind};
 use resound_protocol::wire::{
     self, Envelope, Hello, HelloKind, Reply, Request, ServerMsg, Welcome,

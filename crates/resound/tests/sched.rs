@@ -3,6 +3,7 @@
 
 mod common;
 use common::*;
+use resound_client::prelude::*;
 use resound_protocol::wire::{ReservationStatus, Status};
 use resound_sched::Policy;
 use std::time::Duration;

@@ -2,6 +2,7 @@
 //! `resound-tool` client processes, and a control session from the test.
 #![allow(dead_code)]
 
+use resound_client::prelude::*;
 use resound_client::{Client, ControlSession, OpenOptions};
 use resound_protocol::wire::Status;
 use serde_json::Value;

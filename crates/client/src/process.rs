@@ -1,0 +1,326 @@
+//! The process thread — the real-time path: [`Control`], [`ProcessHandler`],
+//! the thread's setup ([`process_thread`]) and its handle on the cycles,
+//! [`RtContext`] (wait for a cycle, run it, signal its end to the clients
+//! downstream), with [`CycleInfo`] describing one cycle.
+//!
+//! Threads: the process thread only (real-time), except the start-up before
+//! [`RtContext::ready`], which is thread initialisation.
+
+use crate::client::Inner;
+use crate::scope::{silence_outputs, ProcessScope};
+use resound_shm::cycle::signal_downstream;
+use resound_shm::sync::{futex, Ordering};
+use resound_shm::time::{monotonic_ns, thread_cpu_ns};
+use resound_shm::transport::TransportReader;
+use resound_shm::{client_state, ActivationRecord, NodeStatus, View};
+use std::sync::atomic::AtomicBool;
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+/// What the process callback tells the library.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// Keep running.
+    Continue,
+    /// Stop: the client is deactivated (as a non-zero return in JACK).
+    Quit,
+}
+/// A process callback.
+pub trait ProcessHandler: Send + 'static {
+    /// Called once per cycle on the process thread. Must not allocate, lock or block.
+    fn process(&mut self, ps: &mut ProcessScope<'_>) -> Control;
+    /// Called once on the process thread before the first cycle.
+    fn thread_init(&mut self) {}
+}
+
+impl<F: FnMut(&mut ProcessScope<'_>) -> Control + Send + 'static> ProcessHandler for F {
+    fn process(&mut self, ps: &mut ProcessScope<'_>) -> Control {
+        self(ps)
+    }
+}
+
+/// The process thread: real-time scheduling, then the body, which runs the cycles.
+pub(crate) fn process_thread(
+    inner: Arc<Inner>,
+    body: impl FnOnce(&mut RtContext),
+    quit: Arc<AtomicBool>,
+    ready: Sender<i32>,
+    gen: u32,
+) {
+    let prio = inner.view.header().client_priority;
+    let sched = if prio > 0 {
+        match resound_sched::apply(0, &resound_sched::Policy::Fifo { priority: prio }) {
+            Ok(()) => resound_sched::describe_thread(0),
+            Err(e) => format!("SCHED_OTHER (SCHED_FIFO {prio} refused: {e})"),
+        }
+    } else {
+        "SCHED_OTHER".into()
+    };
+    *inner.rt_sched.lock().unwrap_or_else(|e| e.into_inner()) = sched;
+    let tid = resound_sched::policy::gettid();
+    inner.rt_tid.store(tid as u32, Ordering::Relaxed);
+    if inner.view.record(inner.slot).is_none() {
+        return;
+    }
+    let seen = inner
+        .view
+        .record(inner.slot)
+        .map_or(0, |r| r.trigger.load(Ordering::Acquire));
+    let mut ctx = RtContext {
+        inner,
+        quit,
+        ready: Some((ready, tid)),
+        seen,
+        current: None,
+        cpu0: 0,
+        synced: false,
+        tb_gen: None,
+        tb_locate: 0,
+        gen,
+        quitting: false,
+        transport: TransportReader::default(),
+    };
+    body(&mut ctx);
+    // A body that never waited still lets activate() return.
+    ctx.send_ready();
+    if let Some(c) = ctx.current.take() {
+        ctx.finish(c, Control::Quit);
+    }
+    // The body ended (it signalled Quit, or just returned) while the client
+    // may still be active: the server keeps arming it until the deactivation
+    // is published, and its downstream clients wait for its signal. So, as
+    // jackd's client deactivates from its real-time thread before it ends,
+    // ask for the deactivation and keep the client's place in the graph
+    // until deactivate() stops this thread: wait() now runs each cycle
+    // silently (outputs silenced, downstream signalled) and returns None
+    // only then (at once if the client is already being deactivated or the
+    // server stops; a stopping server needs no deactivation request).
+    let running = ctx.inner.view.header().running.load(Ordering::Acquire) != 0;
+    if !ctx.quit.load(Ordering::Acquire) && running {
+        ctx.request_quit();
+    }
+    while ctx.wait().is_some() {}
+    // Leave any reservation the server gave this thread, ourselves, while running.
+    let _ = resound_sched::drop_own_reservation();
+}
+
+/// One cycle as the process thread sees it (see [`RtContext::wait`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CycleInfo {
+    /// Cycle number.
+    pub cycle: u64,
+    /// Frames in this cycle.
+    pub frames: usize,
+    /// Frame time of its first frame.
+    pub frame_time: u64,
+    /// CLOCK_MONOTONIC ns at which it began.
+    pub cycle_start_ns: u64,
+    /// CLOCK_MONOTONIC ns at which the next cycle begins.
+    pub next_start_ns: u64,
+    /// Index of the graph table in use for this cycle.
+    pub table: usize,
+}
+
+/// The process thread's handle on its cycles: wait for the next one, then
+/// signal its end (which wakes the downstream clients). Lives on the
+/// process thread only; every method is real-time safe.
+pub struct RtContext {
+    pub(crate) inner: Arc<Inner>,
+    quit: Arc<AtomicBool>,
+    ready: Option<(Sender<i32>, i32)>,
+    seen: u32,
+    pub(crate) current: Option<CycleInfo>,
+    cpu0: u64,
+    /// The sync callback ran successfully at least once since activation.
+    pub(crate) synced: bool,
+    /// Timebase generation and relocation generation the master last saw.
+    pub(crate) tb_gen: Option<u32>,
+    pub(crate) tb_locate: u64,
+    /// This activation's generation (see `Inner::quit_requested`).
+    gen: u32,
+    /// Quit was signalled: the application is not called again; cycles run
+    /// silently until the deactivation.
+    quitting: bool,
+    /// The transport as this thread last read it (bounded reads).
+    pub(crate) transport: TransportReader,
+}
+
+impl RtContext {
+    fn send_ready(&mut self) {
+        if let Some((tx, tid)) = self.ready.take() {
+            let _ = tx.send(tid);
+        }
+    }
+
+    /// Thread initialisation is done: lets [`crate::Client::activate_with`] return
+    /// (as jackd's activation waits only for its thread to start and run
+    /// the thread-init callback). Called at the latest by the first
+    /// [`RtContext::wait`]. Call it before running application code that
+    /// may wait for what the activating thread does next, or call client
+    /// methods. Like the rest of the thread initialisation it is not
+    /// real-time safe (a channel send, once).
+    pub fn ready(&mut self) {
+        self.send_ready();
+    }
+
+    /// Asks for deactivation (once): the application is not called again.
+    /// Real-time safe (a store and a futex wake).
+    pub(crate) fn request_quit(&mut self) {
+        if self.quitting {
+            return;
+        }
+        self.quitting = true;
+        self.inner.quit_requested.store(self.gen, Ordering::Release);
+        futex::bump_and_wake(&self.inner.wake);
+    }
+
+    /// The shared-memory view. Real-time safe.
+    pub fn view(&self) -> &View {
+        &self.inner.view
+    }
+
+    /// This client's slot. Real-time safe.
+    pub fn slot(&self) -> u32 {
+        self.inner.slot
+    }
+
+    /// The cycle being processed (between [`RtContext::wait`] and
+    /// [`RtContext::signal`]). Real-time safe.
+    pub fn current(&self) -> Option<CycleInfo> {
+        self.current
+    }
+
+    /// Sleeps until this client's next cycle and returns it; None when the
+    /// client is being deactivated or the server stops (the body should then
+    /// return). A cycle still open is signalled first. Real-time safe.
+    ///
+    /// After [`Control::Quit`] was signalled it returns only None: until the
+    /// deactivation it runs every cycle itself, without the application,
+    /// silencing the client's outputs and signalling downstream, so the
+    /// clients after it are neither late nor fed stale buffers.
+    pub fn wait(&mut self) -> Option<CycleInfo> {
+        if let Some(c) = self.current.take() {
+            self.finish(c, Control::Continue);
+        }
+        self.send_ready();
+        loop {
+            let c = self.next_cycle()?;
+            if !self.quitting {
+                self.current = Some(c);
+                return Some(c);
+            }
+            let view = &self.inner.view;
+            assert_no_alloc::assert_no_alloc(|| {
+                silence_outputs(view, &view.table(c.table), self.inner.slot, c.frames);
+            });
+            self.finish(c, Control::Continue);
+        }
+    }
+
+    /// Sleeps until this client is triggered for a cycle; None when it must
+    /// stop. Real-time safe.
+    fn next_cycle(&mut self) -> Option<CycleInfo> {
+        let inner = self.inner.clone();
+        let view = &inner.view;
+        let h = view.header();
+        let rec = view.record(inner.slot)?;
+        let stop =
+            |q: &AtomicBool| q.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0;
+        loop {
+            // Checked before sleeping too: a stop whose wake-up an earlier
+            // wait consumed must not leave this thread asleep for good.
+            if stop(&self.quit) {
+                return None;
+            }
+            if let futex::Wait::Changed(v) = futex::wait_changed(&rec.trigger, self.seen, None) {
+                self.seen = v;
+            }
+            if stop(&self.quit) {
+                return None;
+            }
+            let c = assert_no_alloc::assert_no_alloc(|| begin_cycle(view, inner.slot, rec));
+            if let Some((c, cpu0)) = c {
+                self.cpu0 = cpu0;
+                return Some(c);
+            }
+        }
+    }
+
+    /// Ends the current cycle: stamps it finished and wakes the downstream
+    /// clients. `Control::Quit` also asks for deactivation (as a non-zero
+    /// return from a JACK process callback); the next [`RtContext::wait`]
+    /// then returns None once the client is deactivated, running the cycles
+    /// until then silently. Real-time safe.
+    pub fn signal(&mut self, ctl: Control) {
+        if let Some(c) = self.current.take() {
+            self.finish(c, ctl);
+        }
+    }
+
+    /// Stamps cycle `c` finished, wakes the clients downstream, records its
+    /// CPU time; Quit asks for deactivation. Real-time safe.
+    fn finish(&mut self, c: CycleInfo, ctl: Control) {
+        let inner = &self.inner;
+        let view = &inner.view;
+        let Some(rec) = view.record(inner.slot) else {
+            return;
+        };
+        assert_no_alloc::assert_no_alloc(|| {
+            rec.finish_ns.store(monotonic_ns(), Ordering::Relaxed);
+            rec.finished_cycle.store(c.cycle, Ordering::Release);
+            rec.status
+                .store(NodeStatus::Finished as u32, Ordering::Release);
+            signal_downstream(view, &view.table(c.table), inner.slot, c.cycle);
+            rec.store_cpu(c.cycle, thread_cpu_ns().saturating_sub(self.cpu0));
+        });
+        if ctl == Control::Quit {
+            self.request_quit();
+        }
+    }
+
+    /// What the process callback sees of a cycle. Real-time safe.
+    pub fn scope(&self, c: &CycleInfo) -> ProcessScope<'_> {
+        let view = &self.inner.view;
+        ProcessScope {
+            view,
+            table: view.table(c.table),
+            frames: c.frames,
+            cycle: c.cycle,
+            frame_time: c.frame_time,
+            cycle_start_ns: c.cycle_start_ns,
+        }
+    }
+}
+
+/// Stamps this client's record as woken and running and reads the cycle it
+/// was triggered for, with the thread's CPU clock at the start; None when
+/// the wake-up was a stale trigger after deactivation. Real-time safe.
+fn begin_cycle(view: &View, slot: u32, rec: &ActivationRecord) -> Option<(CycleInfo, u64)> {
+    // Stamp the wake-up first: reading the thread CPU clock costs
+    // about 0.4 us, which belongs to the CPU time, not to the hop.
+    rec.awake_ns.store(monotonic_ns(), Ordering::Relaxed);
+    let cpu0 = thread_cpu_ns();
+    rec.status
+        .store(NodeStatus::Running as u32, Ordering::Relaxed);
+    let cycle = rec.cycle.load(Ordering::Relaxed);
+    let table = view.current_index();
+    if view.table(table).client_state(slot) != client_state::ACTIVE {
+        // Woken by a stale trigger after deactivation: nothing to do.
+        return None;
+    }
+    let t = view.timer();
+    let frames = (t.frames as usize).min(view.layout().caps.max_frames as usize);
+    // A late thread may run after the driver began a newer cycle: its
+    // frame time and start are those of *its* cycle.
+    let behind = t.cycle.saturating_sub(cycle);
+    let period = view.header().period_ns.load(Ordering::Relaxed);
+    let info = CycleInfo {
+        cycle,
+        frames,
+        frame_time: t.frame_time.saturating_sub(behind * frames as u64),
+        cycle_start_ns: t.start_ns.saturating_sub(behind * period),
+        next_start_ns: t.next_start_ns.saturating_sub(behind * period),
+        table,
+    };
+    Some((info, cpu0))
+}
