@@ -168,7 +168,11 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     pub fn run(mut self) {
         if self.start() {
             self.shared.running.store(true, Ordering::Release);
-            while !self.shared.stop.load(Ordering::Acquire) && self.step() {}
+            while !self.shared.stop.load(Ordering::Acquire) {
+                if !self.step() {
+                    break;
+                }
+            }
             self.driver.stop();
         }
         self.shared.running.store(false, Ordering::Release);
