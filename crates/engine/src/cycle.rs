@@ -2,7 +2,7 @@
 //!
 //! 1. (before: the driver's wait, in [`crate::engine`]);
 //! 2. look back at the previous cycle: one [`Verdict`] per active node, then
-//!    xrun events, profile record, DSP load ([`Engine::look_back`]);
+//!    xrun events, profile record, DSP load (`look_back`);
 //! 3. the reservation controllers on the verdicts;
 //! 4. async mode: the previous cycle's playback goes to the driver;
 //! 5. switch to the pending graph table if any (one CAS);

@@ -4,7 +4,7 @@
 //!
 //! * **Commands** (jack_transport_start/stop) and **relocations**
 //!   (jack_transport_locate/reposition) come from any client, real-time safe,
-//!   through its [`Mailbox`] in the shared segment; the last command of a
+//!   through its [`Mailbox`](resound_shm::Mailbox) in the shared segment; the last command of a
 //!   cycle wins, clients in slot order.
 //! * **Stopped → Starting** on start. **Starting → Rolling** once every
 //!   active slow-sync client (one with a sync callback, flagged in
