@@ -4,6 +4,7 @@
 //! Runs on the driver thread (real-time), at the look-back.
 
 use crate::verdict::Verdict;
+use resound_shm::profile::measures;
 use resound_shm::sync::Ordering;
 use resound_shm::ControlHeader;
 
@@ -30,7 +31,7 @@ impl LoadStats {
             return driver_cpu_ns;
         }
         let end = verdicts.iter().map(|v| v.finish_ns).max().unwrap_or(0);
-        end.saturating_sub(start_ns)
+        measures::since_start_ns(start_ns, end)
     }
 
     /// Adds one cycle's busy time; at the end of a window publishes the
@@ -39,7 +40,8 @@ impl LoadStats {
         self.max_busy_ns = self.max_busy_ns.max(busy_ns);
         self.cycles += 1;
         if self.cycles >= LOAD_WINDOW && period_ns > 0 {
-            let inst = (self.max_busy_ns as f32 / period_ns as f32 * 100.0).clamp(0.0, 100.0);
+            let busy = measures::fraction_of_period(self.max_busy_ns, period_ns);
+            let inst = (busy * 100.0).clamp(0.0, 100.0) as f32;
             self.load = 0.5 * inst + 0.5 * self.load;
             h.cpu_load.store(self.load.to_bits(), Ordering::Relaxed);
             self.max_busy_ns = 0;

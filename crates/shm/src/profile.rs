@@ -44,7 +44,9 @@
 //! detected retry, never undefined behaviour.
 //!
 //! All times are CLOCK_MONOTONIC nanoseconds (absolute), durations
-//! nanoseconds.
+//! nanoseconds. The measures derived from them live in [`measures`].
+
+pub mod measures;
 
 use crate::sync::{fence_acquire, fence_release, AtomicU32, AtomicU64, Ordering};
 
