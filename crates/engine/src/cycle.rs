@@ -279,11 +279,13 @@ struct ExactLen<I> {
 
 impl<I: Iterator> Iterator for ExactLen<I> {
     type Item = I::Item;
+    /// The next row. Real-time safe.
     fn next(&mut self) -> Option<I::Item> {
         let x = self.inner.next()?;
         self.left -= 1;
         Some(x)
     }
+    /// Exactly the rows left. Real-time safe.
     fn size_hint(&self) -> (usize, Option<usize>) {
         (self.left, Some(self.left))
     }

@@ -49,7 +49,7 @@ impl LoadStats {
         }
     }
 
-    /// The smoothed load (%).
+    /// The smoothed load (%). Real-time safe.
     pub fn load(&self) -> f32 {
         self.load
     }

@@ -200,6 +200,8 @@ impl Reservations {
         }
     }
 
+    /// Publishes the slot's thread and scheduling kind (clearing the
+    /// reservation figures unless SCHED_DEADLINE). Real-time safe.
     fn set_kind(&self, slot: u32, tid: i32, k: u32) {
         if let Some(s) = self.stats.get(slot as usize) {
             s.tid.store(tid, Ordering::Relaxed);
@@ -274,6 +276,8 @@ impl Reservations {
         }
     }
 
+    /// Publishes the slot's reservation figures after a successful update.
+    /// Real-time safe.
     fn publish(&self, slot: u32, r: &Reservation) {
         let s = &self.stats[slot as usize];
         s.budget_ns.store(r.runtime_ns, Ordering::Relaxed);
@@ -286,7 +290,8 @@ impl Reservations {
         s.updates.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Applies a new reservation to an attached slot (real-time: one admission check, one syscall).
+    /// Applies a new reservation to an attached slot (one admission check,
+    /// one syscall). Real-time safe.
     fn update(&mut self, slot: u32, r: Reservation, emit: &mut impl FnMut(RtEvent)) {
         let tid = self.tids[slot as usize];
         if tid == 0 {
@@ -387,7 +392,7 @@ impl Reservations {
         }
     }
 
-    /// Without reservations, still publish the CPU used per thread for status.
+    /// Without reservations, still publish the CPU used per thread for status. Real-time safe.
     fn record_used(&self, samples: impl Iterator<Item = (u32, u64)>) {
         for (slot, used) in samples {
             if let Some(s) = self.stats.get(slot as usize) {
@@ -398,6 +403,7 @@ impl Reservations {
         }
     }
 
+    /// Handles one request of the control side. Real-time safe.
     fn command(&mut self, cmd: Command, emit: &mut impl FnMut(RtEvent)) {
         match (cmd, self.mode) {
             (
@@ -457,7 +463,7 @@ impl Reservations {
 
     /// Forgets a slot's thread. The thread itself drops its reservation
     /// while running (resetting a sleeping deadline thread from another
-    /// thread can leak admission bandwidth), or exits.
+    /// thread can leak admission bandwidth), or exits. Real-time safe.
     fn detach(&mut self, slot: u32) {
         self.pending.retain(|&(s, _)| s != slot);
         let tid = std::mem::replace(&mut self.tids[slot as usize], 0);
@@ -468,7 +474,7 @@ impl Reservations {
     }
 
     /// A node did not finish its cycle: counted as its xrun; its budget is
-    /// bumped only if it had been woken (`woken`), i.e. it ran short itself.
+    /// bumped only if it had been woken (`woken`), i.e. it ran short itself. Real-time safe.
     pub fn on_late(&mut self, slot: u32, woken: bool, emit: &mut impl FnMut(RtEvent)) {
         if woken {
             self.on_xrun(slot, emit);
@@ -477,7 +483,7 @@ impl Reservations {
         }
     }
 
-    /// An xrun attributed to `slot`: flush and bump its budget.
+    /// An xrun attributed to `slot`: flush and bump its budget. Real-time safe.
     pub fn on_xrun(&mut self, slot: u32, emit: &mut impl FnMut(RtEvent)) {
         if let Some(s) = self.stats.get(slot as usize) {
             s.xruns.fetch_add(1, Ordering::Relaxed);
@@ -496,7 +502,7 @@ impl Reservations {
     /// SCHED_FIFO (fifo mode, or a refused reservation) drops to SCHED_OTHER
     /// while freewheeling, as jackd does: back-to-back cycles then share the
     /// CPU with everything else instead of starving it. A reservation
-    /// already bounds the driver, so it stays. One syscall per transition.
+    /// already bounds the driver, so it stays. One syscall per transition. Real-time safe.
     pub fn set_freewheel(&mut self, on: bool) {
         let prio = match self.mode {
             Mode::Fifo(p) => p,
@@ -516,12 +522,13 @@ impl Reservations {
         }
     }
 
-    /// Bandwidth currently admitted by the ledger (CPUs).
+    /// Bandwidth currently admitted by the ledger (CPUs). Real-time safe.
     pub fn ledger_used(&self) -> f64 {
         self.ledger.used()
     }
 }
 
+/// A bandwidth (CPUs) in millionths of a CPU, saturated. Real-time safe.
 fn ppm(x: f64) -> u32 {
     (x * 1e6).round().clamp(0.0, u32::MAX as f64) as u32
 }

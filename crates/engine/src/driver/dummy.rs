@@ -125,10 +125,12 @@ impl Driver for DummyDriver {
         }
     }
 
+    /// None beyond the period. Real-time safe.
     fn latencies(&self) -> Latencies {
         Latencies::default()
     }
 
+    /// Nothing to recover (the dummy never faults). Real-time safe.
     fn recover(&mut self, _fault: Fault) -> Result<(), Fault> {
         Ok(())
     }

@@ -96,7 +96,7 @@ pub trait Driver {
     fn capture(&mut self, channel: usize, dst: &mut [f32]);
     /// Takes one playback channel's mixed output of this cycle. Real-time safe.
     fn playback(&mut self, channel: usize, src: &[f32]);
-    /// The device's latencies.
+    /// The device's latencies. Real-time safe.
     fn latencies(&self) -> Latencies;
     /// Brings the device back after `fault`; Err if it cannot. Real-time safe.
     fn recover(&mut self, fault: Fault) -> Result<(), Fault>;
