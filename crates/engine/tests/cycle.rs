@@ -175,3 +175,15 @@ fn loopback_comes_back_two_cycles_later_in_sync_three_in_async() {
     assert_eq!(loopback_lag(true), 2);
     assert_eq!(loopback_lag(false), 3);
 }
+
+#[test]
+fn the_dsp_load_is_the_worst_busy_time_of_a_window_smoothed() {
+    let mut rig = Rig::new(Setup::default());
+    rig.play("a", Play::Busy(4 * PERIOD_NS / 10));
+    let load = |rig: &Rig| f32::from_bits(rig.view.header().cpu_load.load(Ordering::Relaxed));
+    rig.run(33); // 32 judged cycles: one window
+    assert!((load(&rig) - 20.0).abs() < 0.01, "{}", load(&rig));
+    rig.run(32);
+    assert!((load(&rig) - 30.0).abs() < 0.01, "{}", load(&rig));
+    assert_eq!(rig.xruns(), 0);
+}

@@ -34,6 +34,8 @@ pub enum Play {
     OnTime,
     /// Wakes (status Running) but never finishes: late after being woken.
     Stuck,
+    /// Runs for this long (simulated ns), then finishes.
+    Busy(u64),
 }
 
 /// What the simulated clients do and saw.
@@ -143,8 +145,10 @@ fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
             r.awake_ns.store(clock.now_ns(), Ordering::Relaxed);
             r.status
                 .store(NodeStatus::Running as u32, Ordering::Release);
-            if clients.play.get(&slot) == Some(&Play::Stuck) {
-                continue;
+            match clients.play.get(&slot) {
+                Some(Play::Stuck) => continue,
+                Some(Play::Busy(ns)) => clock.advance(*ns),
+                _ => {}
             }
             if slot == clients.a_slot {
                 process_a(view, clients, cycle);
