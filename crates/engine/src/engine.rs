@@ -241,7 +241,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             .store((wake.delay_ns / 1000) as u32, Ordering::Relaxed);
         self.emit(RtEvent::DriverLate {
             cycle,
-            late_ns: wake.awake_ns - wake.start_ns,
+            late_ns: wake.awake_ns.saturating_sub(wake.start_ns),
         });
         let events = &mut self.events;
         self.res.on_xrun(0, &mut |e| events.push(e));
