@@ -19,7 +19,7 @@
 pub mod export;
 pub mod plots;
 
-use resound_shm::profile::{cycle_flags, node_flags, CycleData, NodeData};
+use resound_shm::profile::{cycle_flags, measures, CycleData, NodeData};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -105,12 +105,12 @@ pub struct NodeRow {
 impl NodeRow {
     /// Scheduling latency: awake - signal (ns).
     pub fn scheduling_ns(&self) -> Option<u64> {
-        Some(self.awake_ns?.saturating_sub(self.signal_ns?))
+        Some(measures::scheduling_ns(self.signal_ns?, self.awake_ns?))
     }
 
     /// Duration: finish - awake (ns).
     pub fn duration_ns(&self) -> Option<u64> {
-        Some(self.finish_ns?.saturating_sub(self.awake_ns?))
+        Some(measures::duration_ns(self.awake_ns?, self.finish_ns?))
     }
 }
 
@@ -120,17 +120,12 @@ impl CycleRow {
     /// client ended after the period: it counts as ending at the period
     /// (at least; the xrun flag says more).
     pub fn graph_end_ns(&self) -> u64 {
-        let end = self
-            .nodes
-            .iter()
-            .filter_map(|n| n.finish_ns)
-            .max()
-            .unwrap_or(self.driver_end_ns);
-        if self.nodes.iter().any(|n| n.late) {
-            end.max(self.period_ns)
-        } else {
-            end
-        }
+        measures::graph_end_ns(
+            self.nodes.iter().filter_map(|n| n.finish_ns),
+            self.driver_end_ns,
+            self.period_ns,
+            self.nodes.iter().any(|n| n.late),
+        )
     }
 }
 
@@ -166,10 +161,7 @@ impl Profile {
         let mut cycles = Vec::with_capacity(records.len());
         let mut prev: Option<&CycleData> = None;
         for (c, rows) in records {
-            let rel = |t: u64| t.saturating_sub(c.start_ns);
-            let measured = prev
-                .filter(|p| p.cycle + 1 == c.cycle)
-                .map(|p| c.awake_ns.saturating_sub(p.awake_ns));
+            let measured = prev.and_then(|p| c.measured_period_ns(p));
             prev = Some(c);
             let nodes = rows
                 .iter()
@@ -186,16 +178,16 @@ impl Profile {
                         }
                         clients.push(ClientInfo { uuid: r.uuid, name });
                     }
-                    let has = |b: u32| r.flags & b != 0;
+                    let [signal_ns, awake_ns, finish_ns] = r.dates_since(c.start_ns);
                     NodeRow {
                         uuid: r.uuid,
-                        signal_ns: has(node_flags::SIGNALLED).then(|| rel(r.signal_ns)),
-                        awake_ns: has(node_flags::AWAKE).then(|| rel(r.awake_ns)),
-                        finish_ns: has(node_flags::FINISHED).then(|| rel(r.finish_ns)),
-                        cpu_ns: has(node_flags::FINISHED).then_some(r.cpu_ns),
+                        signal_ns,
+                        awake_ns,
+                        finish_ns,
+                        cpu_ns: finish_ns.map(|_| r.cpu_ns),
                         budget_ns: r.budget_ns,
                         predicted_ns: r.predicted_ns,
-                        late: has(node_flags::LATE),
+                        late: r.is_late(),
                     }
                 })
                 .collect();
@@ -205,8 +197,8 @@ impl Profile {
                 period_ns: c.period_ns,
                 frames: c.frames,
                 measured_period_ns: measured,
-                driver_awake_ns: rel(c.awake_ns),
-                driver_end_ns: rel(c.end_ns),
+                driver_awake_ns: c.driver_awake_ns(),
+                driver_end_ns: c.driver_end_ns(),
                 driver_cpu_ns: c.cpu_ns,
                 driver_budget_ns: c.budget_ns,
                 driver_predicted_ns: c.predicted_ns,

@@ -20,7 +20,7 @@
 use resound_client::{Client, Control, OpenOptions, PortFlags, PortKind};
 use resound_protocol::wire::Notification;
 use resound_protocol::wire::{ErrorCode, WireError};
-use resound_shm::profile::{node_flags, NodeData, ProfileSegment, MAX_ROWS_PER_CYCLE};
+use resound_shm::profile::{measures, NodeData, ProfileSegment, MAX_ROWS_PER_CYCLE};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -184,26 +184,19 @@ pub struct ProfilerValues {
     pub driver_end: f32,
 }
 
-/// (a - b) / period. The times come from records clients can write, so the
-/// difference is taken in floating point: it never overflows, whatever the values.
-fn frac(a: u64, b: u64, period: u64) -> f32 {
-    ((a as f64 - b as f64) / period.max(1) as f64) as f32
+/// `ns` as a fraction of `period_ns`, clamped to [0, 1].
+fn unit(ns: u64, period_ns: u64) -> f32 {
+    (measures::fraction_of_period(ns, period_ns) as f32).clamp(0.0, 1.0)
 }
 
 /// Scheduling latency and duration of one client row, as fractions of the
 /// period in [0, 1]. A late client's duration is 1 (it used the whole cycle).
 pub fn client_values(row: &NodeData, period_ns: u64) -> (f32, f32) {
-    let sched = if row.flags & node_flags::AWAKE != 0 && row.flags & node_flags::SIGNALLED != 0 {
-        frac(row.awake_ns, row.signal_ns, period_ns).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let dur = if row.flags & node_flags::FINISHED != 0 {
-        frac(row.finish_ns, row.awake_ns, period_ns).clamp(0.0, 1.0)
-    } else if row.flags & node_flags::LATE != 0 {
-        1.0
-    } else {
-        0.0
+    let sched = row.scheduling_ns().map_or(0.0, |ns| unit(ns, period_ns));
+    let dur = match row.duration_ns() {
+        Some(ns) => unit(ns, period_ns),
+        None if row.is_late() => 1.0,
+        None => 0.0,
     };
     (sched, dur)
 }
@@ -214,24 +207,13 @@ pub fn general_values(
     rows: &[NodeData],
     prev_awake_ns: Option<u64>,
 ) -> ProfilerValues {
-    let period = c.period_ns.max(1);
-    let graph_end = rows
-        .iter()
-        .filter(|r| r.flags & node_flags::FINISHED != 0)
-        .map(|r| r.finish_ns)
-        .max()
-        .unwrap_or(c.end_ns);
-    let late = rows.iter().any(|r| r.flags & node_flags::LATE != 0);
     ProfilerValues {
-        cpu_load: if late {
-            1.0
-        } else {
-            frac(graph_end, c.start_ns, period).clamp(0.0, 1.0)
-        },
+        cpu_load: unit(c.graph_end_ns(rows), c.period_ns),
         driver_period: prev_awake_ns.map_or(0.0, |p| {
-            (frac(c.awake_ns, p, period) - 1.0).clamp(-1.0, 1.0)
+            let ns = measures::measured_period_ns(p, c.awake_ns);
+            (c.fraction(ns) as f32 - 1.0).clamp(-1.0, 1.0)
         }),
-        driver_end: frac(c.end_ns, c.start_ns, period).clamp(0.0, 1.0),
+        driver_end: unit(c.driver_end_ns(), c.period_ns),
     }
 }
 
@@ -387,7 +369,7 @@ fn sync_client_ports(c: &Client, slots: &[SlotPorts]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_shm::profile::CycleData;
+    use resound_shm::profile::{node_flags, CycleData};
 
     #[test]
     fn options() {

@@ -1,19 +1,17 @@
 //! # resound-server
 //!
 //! `resoundd`, the server: [`config`] parses the jackd-style command line,
-//! [`engine`] is the driver thread and its audio cycle (real-time),
+//! the driver thread and its audio cycle (real-time) are the
+//! `resound-engine` crate, spawned by [`server`];
 //! [`internal`] the built-in in-process clients (`profiler`),
 //! [`server`] the socket, sessions, graph publication and notifications
 //! (non-real-time threads). [`main`] wires them together for the binary.
 
 pub mod config;
-pub mod engine;
 pub mod internal;
 pub mod latency;
 pub mod metadata;
-pub mod reserve;
 pub mod server;
-pub mod transport;
 
 use std::sync::Arc;
 

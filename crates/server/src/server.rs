@@ -16,9 +16,11 @@
 //! made a change reads it back from shared memory.
 
 use crate::config::{Config, DriverArgs};
-use crate::engine::{Engine, EngineConfig, EngineShared, RtEvent};
 use crate::internal::{Host, Internals};
-use crate::reserve::{kind, Command, Mode, ResStat, Reservations};
+use resound_engine::{
+    kind, Command, DummyDriver, Engine, EngineConfig, EngineShared, Mode, MonotonicClock,
+    Reservations, RtEvent,
+};
 use resound_graph::{port_type_name, ClientState, Graph, DRIVER};
 use resound_protocol::wire::{
     self, ClientStatus, Envelope, ErrorCode, FrameError, HelloKind, Notification, PortInfo, Reply,
@@ -195,14 +197,7 @@ impl Server {
         let listener = UnixListener::bind(&socket)
             .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
 
-        let engine = Arc::new(EngineShared {
-            stop: AtomicBool::new(false),
-            running: AtomicBool::new(false),
-            sched: Mutex::new(String::new()),
-            dropped_events: AtomicU64::new(0),
-            res: (0..caps.max_clients).map(|_| ResStat::default()).collect(),
-            ledger_ppm: AtomicU64::new(0),
-        });
+        let engine = Arc::new(EngineShared::new(caps.max_clients));
         let (mode, sched_desc, ledger) = sched_mode(&cfg);
         let ledger_capacity = ledger.capacity();
         let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(256);
@@ -241,6 +236,7 @@ impl Server {
             engine.res.clone(),
             cmd_rx,
         );
+        let driver = DummyDriver::new(playback.len(), caps.max_frames as usize, d.loopback);
         let eng = Engine::new(
             view,
             engine.clone(),
@@ -248,12 +244,13 @@ impl Server {
                 sync: cfg.server.sync,
                 capture,
                 playback,
-                loopback: d.loopback,
             },
+            driver,
+            MonotonicClock,
             tx,
             res,
-            profile,
-        );
+        )
+        .with_profile(profile);
         std::thread::Builder::new()
             .name("resound-driver".into())
             .spawn(move || eng.run())
@@ -1200,6 +1197,9 @@ impl Server {
                             self.slot_name(slot),
                             if fifo { "SCHED_FIFO" } else { "SCHED_OTHER" }
                         );
+                    }
+                    RtEvent::DriverFault { cycle, fault } => {
+                        error!("audio driver fault before cycle {cycle}: {fault:?}");
                     }
                     RtEvent::Corrupt { slot, status } => {
                         let mut st = self.lock();

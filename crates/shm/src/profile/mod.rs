@@ -51,6 +51,7 @@
 //! All times are CLOCK_MONOTONIC nanoseconds (absolute), durations
 //! nanoseconds.
 
+pub mod measures;
 mod read;
 pub mod records;
 mod ring;

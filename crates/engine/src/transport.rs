@@ -4,7 +4,7 @@
 //!
 //! * **Commands** (jack_transport_start/stop) and **relocations**
 //!   (jack_transport_locate/reposition) come from any client, real-time safe,
-//!   through its [`Mailbox`] in the shared segment; the last command of a
+//!   through its [`Mailbox`](resound_shm::Mailbox) in the shared segment; the last command of a
 //!   cycle wins, clients in slot order.
 //! * **Stopped → Starting** on start. **Starting → Rolling** once every
 //!   active slow-sync client (one with a sync callback, flagged in
@@ -61,14 +61,14 @@ impl TransportEngine {
         }
     }
 
-    /// The state published for the current cycle.
+    /// The state published for the current cycle. Real-time safe.
     pub fn current(&self) -> &Transport {
         &self.t
     }
 
     /// Runs the state machine for `cycle` (of `frames` frames, starting at
     /// `start_ns`) and publishes the result. Driver thread, before any client
-    /// of the cycle is woken.
+    /// of the cycle is woken. Real-time safe.
     pub fn cycle(
         &mut self,
         view: &View,
@@ -185,6 +185,8 @@ impl TransportEngine {
         h.transport.publish(t);
     }
 
+    /// Takes position `p` as the transport's new position (keeping the
+    /// driver's own time fields) and bumps the relocation counters. Real-time safe.
     fn relocate(t: &mut Transport, p: &Position) {
         let keep = (t.pos.usecs, t.pos.frame_rate);
         t.pos = *p;
@@ -193,7 +195,7 @@ impl TransportEngine {
         t.locate_gen += 1;
     }
 
-    /// Whether every active slow-sync client acknowledged `gen`.
+    /// Whether every active slow-sync client acknowledged `gen`. Real-time safe.
     fn all_ready(view: &View, table: &Table<'_>, gen: u64) -> bool {
         (1..table.client_hw()).all(|s| {
             !view.is_sync_client(s)

@@ -15,10 +15,10 @@
 //! are the rare `sched_setattr`s. The control side talks to it through a
 //! lock-free command ring ([`Command`]) and reads [`ResStat`] atomics.
 
-use crate::engine::RtEvent;
+use crate::events::RtEvent;
+use crate::verdict::Verdict;
 use resound_sched::{Controller, ControllerConfig, Ledger, Policy, Reservation};
 use resound_shm::sync::Ordering;
-use resound_shm::View;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
 use std::sync::Arc;
 
@@ -115,7 +115,13 @@ pub struct Reservations {
     cycles: u64,
     /// The driver left SCHED_FIFO for SCHED_OTHER while freewheeling.
     freewheel_dropped: bool,
+    /// Sets a thread's policy (`sched_setattr`; a fake in tests).
+    apply: Applier,
 }
+
+/// Sets policy `p` on thread `tid` (0: the calling thread) without
+/// allocating; Err carries the errno. Real-time safe.
+pub type Applier = fn(tid: i32, p: &Policy) -> Result<(), i32>;
 
 /// How often refused reservations are retried (cycles).
 pub const RETRY_CYCLES: u64 = 200;
@@ -149,7 +155,14 @@ impl Reservations {
             pending: Vec::with_capacity(slots),
             cycles: 0,
             freewheel_dropped: false,
+            apply: apply_rt,
         }
+    }
+
+    /// Replaces the `sched_setattr` seam (tests: a fake that needs no privileges).
+    pub fn with_applier(mut self, apply: Applier) -> Self {
+        self.apply = apply;
+        self
     }
 
     /// Driver thread, before its loop: puts the driver itself (slot 0, the
@@ -187,6 +200,8 @@ impl Reservations {
         }
     }
 
+    /// Publishes the slot's thread and scheduling kind (clearing the
+    /// reservation figures unless SCHED_DEADLINE). Real-time safe.
     fn set_kind(&self, slot: u32, tid: i32, k: u32) {
         if let Some(s) = self.stats.get(slot as usize) {
             s.tid.store(tid, Ordering::Relaxed);
@@ -208,11 +223,11 @@ impl Reservations {
         } else {
             tid
         };
-        if apply_rt(tid, &Policy::Fifo { priority: prio }).is_ok() {
+        if (self.apply)(tid, &Policy::Fifo { priority: prio }).is_ok() {
             self.set_kind(slot, real_tid, kind::FIFO);
             true
         } else {
-            let _ = apply_rt(tid, &Policy::Other);
+            let _ = (self.apply)(tid, &Policy::Other);
             self.set_kind(slot, real_tid, kind::OTHER);
             false
         }
@@ -236,7 +251,7 @@ impl Reservations {
             });
             return false;
         }
-        match apply_rt(tid, &r.policy(self.reclaim)) {
+        match (self.apply)(tid, &r.policy(self.reclaim)) {
             Ok(()) => {
                 self.tids[slot as usize] = real_tid;
                 self.set_kind(slot, real_tid, kind::DEADLINE);
@@ -261,6 +276,8 @@ impl Reservations {
         }
     }
 
+    /// Publishes the slot's reservation figures after a successful update.
+    /// Real-time safe.
     fn publish(&self, slot: u32, r: &Reservation) {
         let s = &self.stats[slot as usize];
         s.budget_ns.store(r.runtime_ns, Ordering::Relaxed);
@@ -273,7 +290,8 @@ impl Reservations {
         s.updates.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Applies a new reservation to an attached slot (real-time: one admission check, one syscall).
+    /// Applies a new reservation to an attached slot (one admission check,
+    /// one syscall). Real-time safe.
     fn update(&mut self, slot: u32, r: Reservation, emit: &mut impl FnMut(RtEvent)) {
         let tid = self.tids[slot as usize];
         if tid == 0 {
@@ -289,7 +307,7 @@ impl Reservations {
             });
             return;
         }
-        match apply_rt(tid, &r.policy(self.reclaim)) {
+        match (self.apply)(tid, &r.policy(self.reclaim)) {
             Ok(()) => self.publish(slot, &r),
             Err(libc::ESRCH) => {
                 // The thread is gone (its client died): forget it.
@@ -310,76 +328,82 @@ impl Reservations {
     }
 
     /// Driver thread, at cycle begin: handles commands, then runs every
-    /// attached controller on last cycle's CPU time. `prev_cycle` is the cycle
-    /// that just ended (0 before the first).
-    pub fn cycle_begin(&mut self, view: &View, prev_cycle: u64, emit: &mut impl FnMut(RtEvent)) {
+    /// attached controller on the last cycle's CPU time: the driver's own
+    /// (`driver_cpu_ns`, None if not measured) and each client's from its
+    /// look-back verdict (only a client that finished; a late one is handled
+    /// as an xrun). `period_ns` is the audio period now. Real-time safe.
+    pub fn cycle_begin(
+        &mut self,
+        period_ns: u64,
+        driver_cpu_ns: Option<u64>,
+        verdicts: &[Verdict],
+        emit: &mut impl FnMut(RtEvent),
+    ) {
         for _ in 0..16 {
             let Ok(cmd) = self.commands.pop() else { break };
             self.command(cmd, emit);
         }
+        let samples = driver_cpu_ns
+            .map(|c| (0, c))
+            .into_iter()
+            .chain(verdicts.iter().filter_map(|v| Some((v.slot, v.cpu_ns?))));
         let Mode::Deadline { .. } = self.mode else {
-            self.record_used(view, prev_cycle);
+            self.record_used(samples);
             return;
         };
         self.cycles += 1;
         if self.cycles.is_multiple_of(RETRY_CYCLES) && !self.pending.is_empty() {
             self.retry_pending(emit);
         }
-        let period = view.header().period_ns.load(Ordering::Relaxed);
-        if period != self.audio_period_ns && period > 0 {
-            self.audio_period_ns = period;
-            for slot in 0..self.tids.len() as u32 {
-                if let Some(r) = self.controllers[slot as usize].set_audio_period(period) {
-                    self.update(slot, r, emit);
-                }
+        self.follow_period(period_ns, emit);
+        for (slot, used) in samples {
+            if self.tids.get(slot as usize).copied().unwrap_or(0) != 0 {
+                self.sample(slot, used, emit);
             }
         }
+    }
+
+    /// The audio period changed: every controller follows. Real-time safe.
+    fn follow_period(&mut self, period: u64, emit: &mut impl FnMut(RtEvent)) {
+        if period == self.audio_period_ns || period == 0 {
+            return;
+        }
+        self.audio_period_ns = period;
         for slot in 0..self.tids.len() as u32 {
-            if self.tids[slot as usize] == 0 {
-                continue;
-            }
-            let Some(rec) = view.record(slot) else {
-                continue;
-            };
-            // The driver's own figure is always its last cycle; a client's only
-            // when it completed that cycle (a late one is handled as an xrun).
-            if slot != 0 && rec.finished_cycle.load(Ordering::Acquire) != prev_cycle {
-                continue;
-            }
-            // Not stored yet (the client is between signalling downstream
-            // and storing its CPU time): skip this cycle's sample.
-            let Some(used) = rec.cpu_of(prev_cycle) else {
-                continue;
-            };
-            let s = &self.stats[slot as usize];
-            s.used_ns.store(used, Ordering::Relaxed);
-            let c = &mut self.controllers[slot as usize];
-            let per_cycle_budget = c.reservation().runtime_ns / c.config().multiplier.max(1) as u64;
-            if used >= per_cycle_budget {
-                s.throttles.fetch_add(1, Ordering::Relaxed);
-            }
-            let next = c.cycle_begin(used);
-            s.predicted_ns.store(c.predicted_ns(), Ordering::Relaxed);
-            if let Some(r) = next {
+            if let Some(r) = self.controllers[slot as usize].set_audio_period(period) {
                 self.update(slot, r, emit);
             }
         }
     }
 
-    /// Without reservations, still publish the CPU used per thread for status.
-    fn record_used(&self, view: &View, prev_cycle: u64) {
-        for (slot, s) in self.stats.iter().enumerate() {
-            if s.kind.load(Ordering::Relaxed) == kind::NONE {
-                continue;
-            }
-            if let Some(rec) = view.record(slot as u32) {
-                if let Some(used) = rec.cpu_of(prev_cycle) {
+    /// Feeds one CPU sample to an attached slot's controller. Real-time safe.
+    fn sample(&mut self, slot: u32, used: u64, emit: &mut impl FnMut(RtEvent)) {
+        let s = &self.stats[slot as usize];
+        s.used_ns.store(used, Ordering::Relaxed);
+        let c = &mut self.controllers[slot as usize];
+        let per_cycle_budget = c.reservation().runtime_ns / c.config().multiplier.max(1) as u64;
+        if used >= per_cycle_budget {
+            s.throttles.fetch_add(1, Ordering::Relaxed);
+        }
+        let next = c.cycle_begin(used);
+        s.predicted_ns.store(c.predicted_ns(), Ordering::Relaxed);
+        if let Some(r) = next {
+            self.update(slot, r, emit);
+        }
+    }
+
+    /// Without reservations, still publish the CPU used per thread for status. Real-time safe.
+    fn record_used(&self, samples: impl Iterator<Item = (u32, u64)>) {
+        for (slot, used) in samples {
+            if let Some(s) = self.stats.get(slot as usize) {
+                if s.kind.load(Ordering::Relaxed) != kind::NONE {
                     s.used_ns.store(used, Ordering::Relaxed);
                 }
             }
         }
     }
 
+    /// Handles one request of the control side. Real-time safe.
     fn command(&mut self, cmd: Command, emit: &mut impl FnMut(RtEvent)) {
         match (cmd, self.mode) {
             (
@@ -439,7 +463,7 @@ impl Reservations {
 
     /// Forgets a slot's thread. The thread itself drops its reservation
     /// while running (resetting a sleeping deadline thread from another
-    /// thread can leak admission bandwidth), or exits.
+    /// thread can leak admission bandwidth), or exits. Real-time safe.
     fn detach(&mut self, slot: u32) {
         self.pending.retain(|&(s, _)| s != slot);
         let tid = std::mem::replace(&mut self.tids[slot as usize], 0);
@@ -450,7 +474,7 @@ impl Reservations {
     }
 
     /// A node did not finish its cycle: counted as its xrun; its budget is
-    /// bumped only if it had been woken (`woken`), i.e. it ran short itself.
+    /// bumped only if it had been woken (`woken`), i.e. it ran short itself. Real-time safe.
     pub fn on_late(&mut self, slot: u32, woken: bool, emit: &mut impl FnMut(RtEvent)) {
         if woken {
             self.on_xrun(slot, emit);
@@ -459,7 +483,7 @@ impl Reservations {
         }
     }
 
-    /// An xrun attributed to `slot`: flush and bump its budget.
+    /// An xrun attributed to `slot`: flush and bump its budget. Real-time safe.
     pub fn on_xrun(&mut self, slot: u32, emit: &mut impl FnMut(RtEvent)) {
         if let Some(s) = self.stats.get(slot as usize) {
             s.xruns.fetch_add(1, Ordering::Relaxed);
@@ -478,7 +502,7 @@ impl Reservations {
     /// SCHED_FIFO (fifo mode, or a refused reservation) drops to SCHED_OTHER
     /// while freewheeling, as jackd does: back-to-back cycles then share the
     /// CPU with everything else instead of starving it. A reservation
-    /// already bounds the driver, so it stays. One syscall per transition.
+    /// already bounds the driver, so it stays. One syscall per transition. Real-time safe.
     pub fn set_freewheel(&mut self, on: bool) {
         let prio = match self.mode {
             Mode::Fifo(p) => p,
@@ -488,7 +512,7 @@ impl Reservations {
             Mode::Other => return,
         };
         if on && self.stats[0].kind.load(Ordering::Relaxed) == kind::FIFO {
-            if apply_rt(0, &Policy::Other).is_ok() {
+            if (self.apply)(0, &Policy::Other).is_ok() {
                 self.set_kind(0, resound_sched::policy::gettid(), kind::OTHER);
                 self.freewheel_dropped = true;
             }
@@ -498,18 +522,20 @@ impl Reservations {
         }
     }
 
-    /// Bandwidth currently admitted by the ledger (CPUs).
+    /// Bandwidth currently admitted by the ledger (CPUs). Real-time safe.
     pub fn ledger_used(&self) -> f64 {
         self.ledger.used()
     }
 }
 
+/// A bandwidth (CPUs) in millionths of a CPU, saturated. Real-time safe.
 fn ppm(x: f64) -> u32 {
     (x * 1e6).round().clamp(0.0, u32::MAX as f64) as u32
 }
 
 /// sched_setattr without allocating (the driver thread runs under the
-/// no-allocation guard): Err carries the errno.
-fn apply_rt(tid: i32, p: &Policy) -> Result<(), i32> {
+/// no-allocation guard): Err carries the errno. The default [`Applier`].
+/// Real-time safe.
+pub fn apply_rt(tid: i32, p: &Policy) -> Result<(), i32> {
     resound_sched::policy::set_attr(tid, &p.to_attr())
 }

@@ -1,0 +1,293 @@
+//! One audio cycle, as a short sequence of named steps:
+//!
+//! 1. (before: the driver's wait, in [`crate::engine`]);
+//! 2. look back at the previous cycle: one [`Verdict`] per active node, then
+//!    xrun events, profile record, DSP load (`look_back`);
+//! 3. the reservation controllers on the verdicts;
+//! 4. async mode: the previous cycle's playback goes to the driver;
+//! 5. switch to the pending graph table if any (one CAS);
+//! 6. capture into the capture ports, publish the cycle's timer fields;
+//! 7. the transport state machine;
+//! 8. arm every active node's activation counter and trigger the driver's
+//!    downstream nodes;
+//! 9. sync mode or freewheel: wait (bounded) for the graph's end, then
+//!    playback.
+//!
+//! Runs on the driver thread (real-time): no allocation, lock or log.
+
+use crate::clock::Clock;
+use crate::driver::Driver;
+use crate::engine::{CycleArgs, Engine, FREEWHEEL_WAIT_NS};
+use crate::events::RtEvent;
+use crate::load::LoadStats;
+use crate::verdict::{judge_all, Outcome, Verdict};
+use resound_shm::cycle::{mix_sources, signal_downstream};
+use resound_shm::profile::cycle_flags;
+use resound_shm::sync::{activation, futex, switch, Ordering};
+use resound_shm::{client_state, NodeStatus, Table, Timer, View};
+
+impl<D: Driver, C: Clock> Engine<D, C> {
+    /// One cycle. Real-time safe.
+    pub(crate) fn cycle(&mut self, view: &View, a: CycleArgs) {
+        let prev_cycle = self.look_back_prev(view, a);
+        self.run_controllers(view, prev_cycle);
+        if !self.sync {
+            self.async_playback(view, a.frames);
+        }
+        let (cur, table) = switch_graph(view);
+        self.read_capture(view, a.frames);
+        publish_timer(view, a);
+        self.transport
+            .cycle(view, &table, a.cycle, a.frames as u32, a.start);
+        let Some((ends, seen)) = arm_and_trigger(view, &table, a.cycle) else {
+            return;
+        };
+        self.prev = Some((cur, a.cycle));
+        if self.sync || a.freewheel {
+            self.wait_for_graph(view, a, ends, seen);
+            self.write_playback(view, table, a.frames);
+        }
+    }
+
+    /// Step 2 on the previous cycle, if any; returns its number (0 before the
+    /// first). Real-time safe.
+    fn look_back_prev(&mut self, view: &View, a: CycleArgs) -> u64 {
+        let Some((pidx, pcycle)) = self.prev else {
+            self.verdicts.clear();
+            self.prev_start = (a.start, a.next - a.start);
+            return 0;
+        };
+        if self.look_back(view, view.table(pidx), pcycle) {
+            view.header()
+                .xrun_delayed_us
+                .store((a.delay_ns / 1000) as u32, Ordering::Relaxed);
+        }
+        self.prev_start = (a.start, a.next - a.start);
+        pcycle
+    }
+
+    /// Judges the previous cycle and hands the verdicts to every consumer;
+    /// returns whether it had an xrun. Real-time safe.
+    pub(crate) fn look_back(&mut self, view: &View, table: Table<'_>, cycle: u64) -> bool {
+        let mut verdicts = std::mem::take(&mut self.verdicts);
+        judge_all(view, table, cycle, &mut verdicts);
+        let any_late = self.report_late(&verdicts);
+        if any_late {
+            view.header().xruns.fetch_add(1, Ordering::Relaxed);
+            self.emit(RtEvent::CycleChecked { cycle });
+        }
+        self.write_profile(&verdicts, cycle, any_late);
+        let (start, period) = self.prev_start;
+        let driver_cpu = view.record(0).map_or(0, |r| r.last_cpu().1);
+        let busy = LoadStats::busy_ns(&verdicts, start, driver_cpu);
+        self.load.add(busy, period, view.header());
+        self.verdicts = verdicts;
+        any_late
+    }
+
+    /// Corrupt and late nodes become events; a late node is the reservation
+    /// controller's xrun. Returns whether any was late. Real-time safe.
+    fn report_late(&mut self, verdicts: &[Verdict]) -> bool {
+        let mut any_late = false;
+        for v in verdicts {
+            let woken = match v.outcome {
+                Outcome::Finished => continue,
+                Outcome::Corrupt(status) => {
+                    self.emit(RtEvent::Corrupt {
+                        slot: v.slot,
+                        status,
+                    });
+                    continue;
+                }
+                Outcome::Woken => true,
+                Outcome::Waiting => false,
+            };
+            any_late = true;
+            self.emit(RtEvent::Late {
+                cycle: v.cycle,
+                slot: v.slot,
+            });
+            // Only a node that had its inputs (was woken) and still did not
+            // finish is short of budget; one still waiting was late because
+            // of its upstream, and bumping it too would compound the bumps
+            // along a chain.
+            let events = &mut self.events;
+            self.res.on_late(v.slot, woken, &mut |e| events.push(e));
+        }
+        any_late
+    }
+
+    /// Appends the judged cycle to the profile ring (if profiling). Real-time safe.
+    fn write_profile(&self, verdicts: &[Verdict], cycle: u64, any_late: bool) {
+        let Some(p) = &self.profile else { return };
+        if self.last.cycle != cycle {
+            return;
+        }
+        let mut c = self.last;
+        if any_late {
+            c.flags |= cycle_flags::XRUN;
+        }
+        let res = &self.shared.res;
+        let rows = verdicts
+            .iter()
+            .filter(|v| !matches!(v.outcome, Outcome::Corrupt(_)))
+            .map(|v| {
+                let r = &res[v.slot as usize];
+                v.profile_row(
+                    r.kind.load(Ordering::Relaxed),
+                    r.budget_ns.load(Ordering::Relaxed),
+                    r.predicted_ns.load(Ordering::Relaxed),
+                )
+            });
+        // Counted first: the ring writes an exact number of rows.
+        let n = rows.clone().count();
+        p.ring().write_cycle(
+            &c,
+            ExactLen {
+                inner: rows,
+                left: n,
+            },
+        );
+    }
+
+    /// Step 3: the controllers on the judged cycle. Real-time safe.
+    fn run_controllers(&mut self, view: &View, prev_cycle: u64) {
+        let period = view.header().period_ns.load(Ordering::Relaxed);
+        let driver_cpu = view.record(0).and_then(|r| r.cpu_of(prev_cycle));
+        let (events, shared) = (&mut self.events, &self.shared);
+        self.res
+            .cycle_begin(period, driver_cpu, &self.verdicts, &mut |e| events.push(e));
+        shared
+            .ledger_ppm
+            .store((self.res.ledger_used() * 1e6) as u64, Ordering::Relaxed);
+    }
+
+    /// Step 4 (async): the previous cycle's output goes out now, to be played
+    /// next period. Real-time safe.
+    fn async_playback(&mut self, view: &View, frames: usize) {
+        if let Some((pidx, _)) = self.prev {
+            self.write_playback(view, view.table(pidx), frames);
+        }
+    }
+
+    /// Step 6: the driver's capture into the capture ports. Real-time safe.
+    fn read_capture(&mut self, view: &View, frames: usize) {
+        for &(port, ch) in &self.capture {
+            let Some(dst) = view.port_buffer(port) else {
+                continue;
+            };
+            // SAFETY: dst points at a port buffer of max_frames ≥ frames f32
+            // in the shared segment; capture ports are written only by the
+            // driver thread, which is us, and no other reference to this
+            // buffer lives past this statement.
+            let dst = unsafe { std::slice::from_raw_parts_mut(dst, frames) };
+            self.driver.capture(ch, dst);
+        }
+    }
+
+    /// Mixes every playback port's sources and hands them to the driver.
+    /// Real-time safe.
+    fn write_playback(&mut self, view: &View, table: Table<'_>, frames: usize) {
+        for &(port, ch) in &self.playback {
+            let out = &mut self.mix[..frames];
+            out.fill(0.0);
+            mix_sources(view, &table, port, out);
+            self.driver.playback(ch, out);
+        }
+    }
+
+    /// Step 9: waits for the graph's end, bounded by the next cycle's start
+    /// (freewheel: by [`FREEWHEEL_WAIT_NS`]). Real-time safe.
+    fn wait_for_graph(&mut self, view: &View, a: CycleArgs, ends: u32, seen: u32) {
+        let deadline = if a.freewheel {
+            if ends == 0 {
+                // Nothing to run: do not spin, keep the pace of the clock.
+                self.clock.sleep_until(a.next);
+            }
+            self.clock.now_ns() + FREEWHEEL_WAIT_NS
+        } else {
+            a.next
+        };
+        let Some(me) = view.record(0) else { return };
+        if ends == 0 {
+            return;
+        }
+        let tag = a.cycle as u32;
+        let done = || {
+            let c = me.counter.load(Ordering::Acquire);
+            activation::count(c) == 0 && activation::tag(c) == tag
+        };
+        let mut seen = seen;
+        while !done() {
+            match self.clock.wait_changed(&me.trigger, seen, Some(deadline)) {
+                futex::Wait::Changed(v) => seen = v,
+                futex::Wait::TimedOut => break,
+            }
+        }
+    }
+}
+
+/// Step 5: switches to the pending graph table, if any. Real-time safe.
+fn switch_graph(view: &View) -> (usize, Table<'_>) {
+    let (cur, _) = switch::try_switch(&view.header().switch);
+    (cur, view.table(cur))
+}
+
+/// Step 6: the cycle's timer fields, under the timer seqlock. Real-time safe.
+fn publish_timer(view: &View, a: CycleArgs) {
+    view.header().publish_timer(&Timer {
+        cycle: a.cycle,
+        start_ns: a.start,
+        frame_time: a.frame_time,
+        next_start_ns: a.next,
+        frames: a.frames as u32,
+    });
+}
+
+/// Step 8: arms every active node for `cycle` and triggers the driver's
+/// downstream nodes. Returns the driver's count of graph ends and its
+/// trigger word before triggering (None without a driver record).
+/// Real-time safe.
+fn arm_and_trigger(view: &View, table: &Table<'_>, cycle: u64) -> Option<(u32, u32)> {
+    let tag = cycle as u32;
+    for slot in 1..table.client_hw() {
+        if table.client_state(slot) != client_state::ACTIVE {
+            continue;
+        }
+        if let Some(r) = view.record(slot) {
+            r.status
+                .store(NodeStatus::Waiting as u32, Ordering::Relaxed);
+            activation::reset(&r.counter, tag, table.init_count(slot));
+        }
+    }
+    let me = view.record(0)?;
+    let ends = table.init_count(0);
+    activation::reset(&me.counter, tag, ends);
+    me.cycle.store(cycle, Ordering::Relaxed);
+    let seen = me.trigger.load(Ordering::Acquire);
+    signal_downstream(view, table, 0, cycle);
+    Some((ends, seen))
+}
+
+/// An iterator that knows its length (the profile ring writes an exact
+/// number of rows). Real-time safe.
+struct ExactLen<I> {
+    inner: I,
+    left: usize,
+}
+
+impl<I: Iterator> Iterator for ExactLen<I> {
+    type Item = I::Item;
+    /// The next row. Real-time safe.
+    fn next(&mut self) -> Option<I::Item> {
+        let x = self.inner.next()?;
+        self.left -= 1;
+        Some(x)
+    }
+    /// Exactly the rows left. Real-time safe.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<I: Iterator> ExactSizeIterator for ExactLen<I> {}

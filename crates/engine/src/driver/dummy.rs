@@ -1,0 +1,137 @@
+//! The dummy driver: no hardware, cycles paced on the engine's [`Clock`]
+//! at absolute deadlines, with an optional loopback (playback comes back as
+//! capture).
+//!
+//! Model of a card with one period of output and one of input buffering:
+//! what the driver writes during cycle k is played during period k+1, and
+//! what is played during a period comes back (with `--loopback`) as capture
+//! at the start of the next. So a signal written to playback in sync mode is
+//! captured two cycles later, in async mode three.
+//!
+//! Runs on the driver thread (real-time); buffers are allocated in `new`.
+
+use super::{Driver, Fault, Latencies, Period, Wake};
+use crate::clock::Clock;
+use resound_shm::time::frames_to_ns;
+
+/// The dummy device and its pacing.
+pub struct DummyDriver {
+    loopback: bool,
+    /// Written by the driver during the current cycle.
+    out: Vec<Vec<f32>>,
+    /// Being played this period.
+    playing: Vec<Vec<f32>>,
+    /// Recorded last period, delivered as capture now.
+    captured: Vec<Vec<f32>>,
+    /// Planned start of the next cycle (ns).
+    deadline: u64,
+    /// The previous cycle was freewheeling.
+    was_freewheeling: bool,
+}
+
+impl DummyDriver {
+    /// A device with `playback` output channels of `max_frames`.
+    pub fn new(playback: usize, max_frames: usize, loopback: bool) -> Self {
+        let ch = || vec![vec![0.0f32; max_frames]; playback];
+        DummyDriver {
+            loopback,
+            out: ch(),
+            playing: ch(),
+            captured: ch(),
+            deadline: 0,
+            was_freewheeling: false,
+        }
+    }
+
+    /// Period boundary: what was played is recorded, what was written starts
+    /// playing. Real-time safe.
+    fn boundary(&mut self) {
+        if self.loopback {
+            std::mem::swap(&mut self.captured, &mut self.playing);
+            std::mem::swap(&mut self.playing, &mut self.out);
+        }
+        for b in &mut self.out {
+            b.fill(0.0);
+        }
+    }
+
+    /// Sleeps until the planned start (unless freewheeling back to back) and
+    /// resyncs if the wake-up came more than a period late. Real-time safe.
+    fn pace(&mut self, clock: &dyn Clock, p: Period) -> Wake {
+        // The first freewheeling cycle still starts on the clock (the
+        // previous cycle had its period to finish); the following ones start
+        // as soon as the graph is done; afterwards the clock restarts now.
+        let back_to_back = p.freewheel && self.was_freewheeling;
+        if back_to_back || (!p.freewheel && self.was_freewheeling) {
+            self.deadline = clock.now_ns();
+        }
+        self.was_freewheeling = p.freewheel;
+        if !back_to_back {
+            clock.sleep_until(self.deadline);
+        }
+        let now = clock.now_ns();
+        let period = frames_to_ns(p.frames as u64, p.rate.max(1)).max(1);
+        let delay_ns = now.saturating_sub(self.deadline);
+        let mut skipped = 0;
+        if !p.freewheel && now > self.deadline + period {
+            // Woke more than a period late (machine stalled): resync instead
+            // of running a burst of back-to-back cycles.
+            skipped = (now - self.deadline) / period;
+            self.deadline += skipped * period;
+        }
+        let start_ns = self.deadline;
+        self.deadline += period;
+        Wake {
+            start_ns,
+            awake_ns: now,
+            next_ns: self.deadline,
+            skipped,
+            delay_ns,
+        }
+    }
+}
+
+impl Driver for DummyDriver {
+    fn open(&mut self, _max_frames: usize) -> Result<Latencies, Fault> {
+        Ok(self.latencies())
+    }
+
+    fn start(&mut self, now_ns: u64) -> Result<(), Fault> {
+        self.deadline = now_ns;
+        Ok(())
+    }
+
+    fn stop(&mut self) {}
+
+    /// Paces the cycle, then crosses the device's period boundary. Real-time safe.
+    fn wait(&mut self, clock: &dyn Clock, period: Period) -> Result<Wake, Fault> {
+        let w = self.pace(clock, period);
+        self.boundary();
+        Ok(w)
+    }
+
+    /// Loopback: last period's playback; else silence. Real-time safe.
+    fn capture(&mut self, channel: usize, dst: &mut [f32]) {
+        match self.captured.get(channel) {
+            Some(c) if self.loopback => dst.copy_from_slice(&c[..dst.len()]),
+            _ => dst.fill(0.0),
+        }
+    }
+
+    /// Keeps the channel's output to be played next period. Real-time safe.
+    fn playback(&mut self, channel: usize, src: &[f32]) {
+        if let Some(o) = self.out.get_mut(channel) {
+            o[..src.len()].copy_from_slice(src);
+        }
+    }
+
+    /// None beyond the period. Real-time safe.
+    fn latencies(&self) -> Latencies {
+        Latencies::default()
+    }
+
+    /// Nothing to recover (the dummy never faults). Real-time safe.
+    fn recover(&mut self, _fault: Fault) -> Result<(), Fault> {
+        Ok(())
+    }
+}

@@ -1,0 +1,99 @@
+//! Events from the driver thread to the control side, and the lock-free ring
+//! that carries them.
+//!
+//! The driver thread (real-time) pushes into an [`EventSink`]; a control
+//! thread (the server's housekeeping) drains the matching
+//! `rtrb::Consumer<RtEvent>`. Neither the reservations nor the cycle own
+//! this: both depend on it.
+
+/// Events from the driver thread to the control side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RtEvent {
+    /// A node armed in `cycle` had not finished when the next cycle began.
+    Late {
+        /// Cycle number.
+        cycle: u64,
+        /// Node slot.
+        slot: u32,
+    },
+    /// The driver woke more than one period late: cycles were skipped.
+    DriverLate {
+        /// Cycle number after the resync.
+        cycle: u64,
+        /// How late it woke (ns).
+        late_ns: u64,
+    },
+    /// A node's shared record holds garbage.
+    Corrupt {
+        /// Node slot.
+        slot: u32,
+        /// The status word found.
+        status: u32,
+    },
+    /// End of the events of one cycle's look-back (lets the reader group them).
+    CycleChecked {
+        /// Cycle number that was checked.
+        cycle: u64,
+    },
+    /// A thread got its SCHED_DEADLINE reservation.
+    Reserved {
+        /// Slot.
+        slot: u32,
+        /// Runtime (ns).
+        runtime_ns: u64,
+        /// Period (ns).
+        period_ns: u64,
+    },
+    /// A reservation (new or changed) was refused: by our ledger (errno 0) or by the kernel.
+    Refused {
+        /// Slot.
+        slot: u32,
+        /// Bandwidth asked, in millionths of a CPU.
+        asked_ppm: u32,
+        /// Bandwidth free in the ledger, in millionths of a CPU.
+        free_ppm: u32,
+        /// Kernel errno (0: refused by the ledger).
+        errno: i32,
+    },
+    /// A client thread whose reservation was refused runs under the fallback policy.
+    Fallback {
+        /// Slot.
+        slot: u32,
+        /// true: SCHED_FIFO; false: SCHED_OTHER.
+        fifo: bool,
+    },
+    /// The driver reported a fault (see [`crate::driver::Fault`]).
+    DriverFault {
+        /// Cycle number at which it happened.
+        cycle: u64,
+        /// The fault.
+        fault: crate::driver::Fault,
+    },
+}
+
+/// The driver thread's end of the event ring. Never blocks: an event that
+/// does not fit is counted as lost (the control side drains every few ms, so
+/// a full ring means it is stalled).
+pub struct EventSink {
+    tx: rtrb::Producer<RtEvent>,
+    lost: u64,
+}
+
+impl EventSink {
+    /// Wraps the producer end of a ring (allocated by the caller).
+    pub fn new(tx: rtrb::Producer<RtEvent>) -> EventSink {
+        EventSink { tx, lost: 0 }
+    }
+
+    /// Pushes one event, or counts it as lost. Real-time safe.
+    pub fn push(&mut self, e: RtEvent) {
+        if self.tx.push(e).is_err() {
+            self.lost += 1;
+        }
+    }
+
+    /// Events lost since the last call (and resets the count). Real-time safe.
+    pub fn take_lost(&mut self) -> u64 {
+        std::mem::take(&mut self.lost)
+    }
+}

@@ -1,0 +1,329 @@
+//! A test rig for the engine under a simulated clock: an in-memory view with
+//! a small published graph, the dummy driver, a `SimClock` whose hook plays
+//! the clients, and the event ring's reading end. No process, no sleeping.
+
+#![allow(dead_code)]
+
+use resound_engine::reserve::Applier;
+use resound_engine::{
+    Clock, Command, DummyDriver, Engine, EngineConfig, EngineShared, Mode, Reservations, RtEvent,
+    SimClock, SimPoint,
+};
+use resound_graph::{Graph, DRIVER};
+use resound_sched::Ledger;
+use resound_shm::cycle::signal_downstream;
+use resound_shm::limits::AUDIO_TYPE;
+use resound_shm::sync::{switch, Ordering};
+use resound_shm::{port_flags, Capacities, NodeStatus, TableHeader, View};
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+/// Sample rate of the rig.
+pub const RATE: u32 = 48_000;
+/// Frames per cycle of the rig (10 ms).
+pub const FRAMES: u32 = 480;
+/// The rig's period (ns).
+pub const PERIOD_NS: u64 = 10_000_000;
+
+/// How a played client behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Play {
+    /// Finishes as soon as it is triggered.
+    OnTime,
+    /// Wakes (status Running) but never finishes: late after being woken.
+    Stuck,
+    /// Runs for this long (simulated ns), then finishes.
+    Busy(u64),
+}
+
+/// What the simulated clients do and saw.
+#[derive(Default)]
+pub struct Clients {
+    /// Behaviour per slot (a slot not listed finishes on time).
+    pub play: HashMap<u32, Play>,
+    /// Every hook call: (point, cycle in the header then).
+    pub points: Vec<(SimPoint, u64)>,
+    /// Per finished cycle of the "a" client: the value its capture input held.
+    pub heard: Vec<(u64, f32)>,
+    /// Output port of "a" (it writes the cycle number there) and the capture port it reads.
+    pub a_out: Option<u32>,
+    /// `system:capture_1`.
+    pub capture: Option<u32>,
+    /// Slot of "a".
+    pub a_slot: u32,
+}
+
+/// The rig.
+pub struct Rig {
+    pub view: Arc<View>,
+    pub shared: Arc<EngineShared>,
+    pub clock: SimClock,
+    pub engine: Engine<DummyDriver, SimClock>,
+    pub events: rtrb::Consumer<RtEvent>,
+    pub commands: rtrb::Producer<Command>,
+    pub clients: Rc<RefCell<Clients>>,
+    /// Client slots by name.
+    pub slots: HashMap<String, u32>,
+}
+
+/// A fake `sched_setattr` that always succeeds (no privileges needed).
+pub fn accept_all(_tid: i32, _p: &resound_sched::Policy) -> Result<(), i32> {
+    Ok(())
+}
+
+/// Options of a rig.
+pub struct Setup {
+    /// Sync mode.
+    pub sync: bool,
+    /// Scheduling mode of the reservations.
+    pub mode: Mode,
+    /// Dummy loopback.
+    pub loopback: bool,
+    /// Client chain: system:capture_1 -> names[0] -> names[1] ... -> system:playback_1.
+    pub chain: Vec<&'static str>,
+    /// The `sched_setattr` seam.
+    pub applier: Applier,
+}
+
+impl Default for Setup {
+    fn default() -> Self {
+        Setup {
+            sync: true,
+            mode: Mode::Other,
+            loopback: false,
+            chain: vec!["a"],
+            applier: accept_all,
+        }
+    }
+}
+
+/// Writes the compiled graph into the next table, as the server's publication does.
+fn publish(view: &View, graph: &Graph) {
+    let c = graph.compile();
+    let h = view.header();
+    let next = switch::begin_write(&h.switch);
+    {
+        // SAFETY: the test is the only graph writer, and `next` comes from begin_write.
+        let mut t = unsafe { view.table_mut(next) };
+        for (i, e) in c.clients.iter().enumerate() {
+            t.set_client(i as u32, e);
+        }
+        for (i, e) in c.ports.iter().enumerate() {
+            t.set_port(i as u32, e);
+        }
+        t.set_arrays(&c.sources, &c.edges, &c.order);
+        t.set_header(TableHeader {
+            version: c.version,
+            client_hw: c.clients.len() as u32,
+            port_hw: c.ports.len() as u32,
+            n_sources: c.sources.len() as u32,
+            n_edges: c.edges.len() as u32,
+            n_order: c.order.len() as u32,
+            _pad: 0,
+        });
+    }
+    switch::end_write(&h.switch);
+}
+
+/// Plays every triggered client of the current cycle until none can progress.
+fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
+    let h = view.header();
+    let cycle = h.cycle.load(Ordering::Acquire);
+    let cur = switch::cur(h.switch.load(Ordering::Acquire));
+    let table = view.table(cur);
+    loop {
+        let mut progressed = false;
+        for slot in 1..table.client_hw() {
+            let Some(r) = view.record(slot) else { continue };
+            if r.cycle.load(Ordering::Acquire) != cycle
+                || r.status.load(Ordering::Acquire) != NodeStatus::Triggered as u32
+            {
+                continue;
+            }
+            r.awake_ns.store(clock.now_ns(), Ordering::Relaxed);
+            r.status
+                .store(NodeStatus::Running as u32, Ordering::Release);
+            match clients.play.get(&slot) {
+                Some(Play::Stuck) => continue,
+                Some(Play::Busy(ns)) => clock.advance(*ns),
+                _ => {}
+            }
+            if slot == clients.a_slot {
+                process_a(view, clients, cycle);
+            }
+            // As RtContext::finish does.
+            r.finish_ns.store(clock.now_ns(), Ordering::Relaxed);
+            r.finished_cycle.store(cycle, Ordering::Release);
+            r.status
+                .store(NodeStatus::Finished as u32, Ordering::Release);
+            signal_downstream(view, &table, slot, cycle);
+            r.store_cpu(cycle, 1_000);
+            progressed = true;
+        }
+        if !progressed {
+            break;
+        }
+    }
+}
+
+/// "a" hears its capture input and writes the cycle number to its output.
+fn process_a(view: &View, clients: &mut Clients, cycle: u64) {
+    if let Some(p) = clients.capture.and_then(|p| view.port_buffer(p)) {
+        // SAFETY: a port buffer of max_frames ≥ 1 f32; nobody writes it now
+        // (the driver thread is this thread, inside the clock hook).
+        let v = unsafe { *p };
+        clients.heard.push((cycle, v));
+    }
+    if let Some(p) = clients.a_out.and_then(|p| view.port_buffer(p)) {
+        // SAFETY: a port buffer of max_frames ≥ FRAMES f32, owned by "a",
+        // which this hook plays; no other reference to it is alive.
+        let out = unsafe { std::slice::from_raw_parts_mut(p, FRAMES as usize) };
+        out.fill(cycle as f32);
+    }
+}
+
+impl Rig {
+    /// Builds the rig and starts the engine (no cycle run yet).
+    pub fn new(s: Setup) -> Rig {
+        let caps = Capacities {
+            max_clients: 8,
+            max_ports: 32,
+            max_connections: 32,
+            max_frames: 4096,
+        };
+        let view = Arc::new(View::create(caps, RATE, FRAMES, s.sync, 0).expect("view"));
+        let mut graph = Graph::new(caps, "system", 1);
+        let phys = port_flags::IS_PHYSICAL | port_flags::IS_TERMINAL;
+        let capture = graph
+            .register_port(
+                DRIVER,
+                "capture_1",
+                AUDIO_TYPE,
+                port_flags::IS_OUTPUT | phys,
+            )
+            .unwrap();
+        let playback = graph
+            .register_port(
+                DRIVER,
+                "playback_1",
+                AUDIO_TYPE,
+                port_flags::IS_INPUT | phys,
+            )
+            .unwrap();
+        let mut slots = HashMap::new();
+        let mut prev = "system:capture_1".to_string();
+        for name in &s.chain {
+            let (slot, _) = graph.add_client(name, true, 2).unwrap();
+            graph
+                .register_port(slot, "in", AUDIO_TYPE, port_flags::IS_INPUT)
+                .unwrap();
+            graph
+                .register_port(slot, "out", AUDIO_TYPE, port_flags::IS_OUTPUT)
+                .unwrap();
+            graph.set_active(slot, true).unwrap();
+            graph.connect(&prev, &format!("{name}:in")).unwrap();
+            prev = format!("{name}:out");
+            slots.insert(name.to_string(), slot);
+        }
+        graph.connect(&prev, "system:playback_1").unwrap();
+        publish(&view, &graph);
+        let clients = Rc::new(RefCell::new(Clients {
+            a_out: graph.port_by_name("a:out"),
+            capture: Some(capture),
+            a_slot: slots.get("a").copied().unwrap_or(0),
+            ..Default::default()
+        }));
+        let shared = Arc::new(EngineShared::new(caps.max_clients));
+        let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(64);
+        let res = Reservations::new(
+            s.mode,
+            caps.max_clients as usize,
+            Ledger::with_capacity(4.0),
+            shared.res.clone(),
+            cmd_rx,
+        )
+        .with_applier(s.applier);
+        let (tx, rx) = rtrb::RingBuffer::new(1024);
+        let clock = SimClock::new(1_000_000_000);
+        {
+            let (view, clients) = (view.clone(), clients.clone());
+            clock.set_hook(move |clock, point| {
+                let mut c = clients.borrow_mut();
+                let cycle = view.header().cycle.load(Ordering::Relaxed);
+                c.points.push((point, cycle));
+                play_clients(&view, clock, &mut c);
+            });
+        }
+        let driver = DummyDriver::new(1, caps.max_frames as usize, s.loopback);
+        let cfg = EngineConfig {
+            sync: s.sync,
+            capture: vec![capture],
+            playback: vec![playback],
+        };
+        let mut engine = Engine::new(
+            view.clone(),
+            shared.clone(),
+            cfg,
+            driver,
+            clock.clone(),
+            tx,
+            res,
+        );
+        assert!(engine.start());
+        Rig {
+            view,
+            shared,
+            clock,
+            engine,
+            events: rx,
+            commands: cmd_tx,
+            clients,
+            slots,
+        }
+    }
+
+    /// Slot of a client.
+    pub fn slot(&self, name: &str) -> u32 {
+        self.slots[name]
+    }
+
+    /// Sets how a client plays.
+    pub fn play(&self, name: &str, p: Play) {
+        let slot = self.slot(name);
+        self.clients.borrow_mut().play.insert(slot, p);
+    }
+
+    /// Runs `n` cycles.
+    pub fn run(&mut self, n: usize) {
+        for _ in 0..n {
+            assert!(self.engine.step());
+        }
+    }
+
+    /// Drains the events.
+    pub fn drain(&mut self) -> Vec<RtEvent> {
+        let mut v = Vec::new();
+        while let Ok(e) = self.events.pop() {
+            v.push(e);
+        }
+        v
+    }
+
+    /// The header's xrun count.
+    pub fn xruns(&self) -> u64 {
+        self.view.header().xruns.load(Ordering::Relaxed)
+    }
+
+    /// (cycle, cycle start, next start, frame time) from the header.
+    pub fn timer(&self) -> (u64, u64, u64, u64) {
+        let h = self.view.header();
+        (
+            h.cycle.load(Ordering::Relaxed),
+            h.cycle_start_ns.load(Ordering::Relaxed),
+            h.next_start_ns.load(Ordering::Relaxed),
+            h.frame_time.load(Ordering::Relaxed),
+        )
+    }
+}

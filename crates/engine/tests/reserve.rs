@@ -1,0 +1,133 @@
+//! The reservation controllers driven by the look-back verdicts, with a
+//! fake `sched_setattr` (no privileges needed) under a simulated clock.
+
+mod common;
+
+use common::{Play, Rig, Setup, PERIOD_NS};
+use resound_engine::{kind, Command, Mode, RtEvent};
+use resound_sched::ControllerConfig;
+use resound_shm::sync::Ordering;
+
+fn deadline_rig() -> Rig {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b"],
+        mode: Mode::Deadline {
+            cfg: ControllerConfig {
+                audio_period_ns: PERIOD_NS,
+                ..Default::default()
+            },
+            fallback_priority: 10,
+        },
+        ..Default::default()
+    });
+    for (name, tid) in [("a", 1001), ("b", 1002)] {
+        let slot = rig.slot(name);
+        rig.commands
+            .push(Command::Attach { slot, tid })
+            .expect("command ring");
+    }
+    rig
+}
+
+fn budget(rig: &Rig, slot: u32) -> u64 {
+    rig.shared.res[slot as usize]
+        .budget_ns
+        .load(Ordering::Relaxed)
+}
+
+#[test]
+fn every_thread_gets_a_reservation_and_cpu_samples() {
+    let mut rig = deadline_rig();
+    rig.run(30);
+    let (a, b) = (rig.slot("a"), rig.slot("b"));
+    for slot in [0, a, b] {
+        let s = &rig.shared.res[slot as usize];
+        assert_eq!(
+            s.kind.load(Ordering::Relaxed),
+            kind::DEADLINE,
+            "slot {slot}"
+        );
+        assert!(budget(&rig, slot) > 0);
+    }
+    // The clients' CPU figure comes from their verdicts (1 µs per cycle).
+    assert_eq!(
+        rig.shared.res[a as usize].used_ns.load(Ordering::Relaxed),
+        1_000
+    );
+    let reserved: Vec<u32> = rig
+        .drain()
+        .into_iter()
+        .filter_map(|e| match e {
+            RtEvent::Reserved { slot, .. } => Some(slot),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(&reserved[..3], &[0, a, b]);
+    assert_eq!(rig.xruns(), 0);
+}
+
+#[test]
+fn a_late_woken_client_is_bumped_a_late_waiting_one_is_not() {
+    let mut rig = deadline_rig();
+    rig.run(30);
+    let (a, b) = (rig.slot("a"), rig.slot("b"));
+    let (ba, bb) = (budget(&rig, a), budget(&rig, b));
+    let updates_b = rig.shared.res[b as usize].updates.load(Ordering::Relaxed);
+    rig.play("a", Play::Stuck);
+    rig.run(2);
+    assert_eq!(rig.xruns(), 1);
+    // "a" was woken and did not finish: short of budget, bumped.
+    assert!(budget(&rig, a) > ba, "{} <= {ba}", budget(&rig, a));
+    // "b" still waited for "a": late because of its upstream, not bumped.
+    assert_eq!(budget(&rig, b), bb);
+    assert_eq!(
+        rig.shared.res[b as usize].updates.load(Ordering::Relaxed),
+        updates_b
+    );
+    for slot in [a, b] {
+        assert_eq!(
+            rig.shared.res[slot as usize].xruns.load(Ordering::Relaxed),
+            1
+        );
+    }
+}
+
+#[test]
+fn a_refusing_kernel_leaves_the_client_on_the_fallback() {
+    fn refuse_deadline(_tid: i32, p: &resound_sched::Policy) -> Result<(), i32> {
+        match p {
+            resound_sched::Policy::Deadline { .. } => Err(libc::EPERM),
+            _ => Ok(()),
+        }
+    }
+    let mut rig = Rig::new(Setup {
+        mode: Mode::Deadline {
+            cfg: ControllerConfig {
+                audio_period_ns: PERIOD_NS,
+                ..Default::default()
+            },
+            fallback_priority: 10,
+        },
+        applier: refuse_deadline,
+        ..Default::default()
+    });
+    let a = rig.slot("a");
+    rig.commands
+        .push(Command::Attach { slot: a, tid: 1001 })
+        .unwrap();
+    rig.run(3);
+    let s = &rig.shared.res[a as usize];
+    assert_eq!(s.kind.load(Ordering::Relaxed), kind::FIFO);
+    let ev = rig.drain();
+    assert!(
+        ev.contains(&RtEvent::Fallback {
+            slot: a,
+            fifo: true
+        }),
+        "{ev:?}"
+    );
+    assert!(ev.iter().any(|e| matches!(
+        e,
+        RtEvent::Refused { slot, errno, .. } if *slot == a && *errno == libc::EPERM
+    )));
+}

@@ -1,0 +1,97 @@
+//! The look-back verdict of one node, from its activation record: one rule
+//! for late / woken / corrupt, the stamps, and the CPU time's validity.
+
+use resound_engine::verdict::{Outcome, Verdict};
+use resound_shm::profile::node_flags;
+use resound_shm::sync::Ordering;
+use resound_shm::{ActivationRecord, Capacities, NodeStatus, View};
+
+fn view() -> View {
+    let caps = Capacities {
+        max_clients: 4,
+        max_ports: 8,
+        max_connections: 8,
+        max_frames: 256,
+    };
+    View::create(caps, 48_000, 128, true, 0).expect("view")
+}
+
+/// Writes a record as a client at `status` in `cycle` would leave it.
+fn set(r: &ActivationRecord, cycle: u64, status: NodeStatus, finished: bool) {
+    r.cycle.store(cycle, Ordering::Relaxed);
+    r.status.store(status as u32, Ordering::Relaxed);
+    r.signal_ns.store(100, Ordering::Relaxed);
+    r.awake_ns.store(150, Ordering::Relaxed);
+    r.finish_ns.store(400, Ordering::Relaxed);
+    r.finished_cycle
+        .store(if finished { cycle } else { cycle - 1 }, Ordering::Relaxed);
+}
+
+#[test]
+fn a_finished_node_has_every_stamp_and_its_cpu_once_stored() {
+    let v = view();
+    let r = v.record(1).unwrap();
+    set(r, 7, NodeStatus::Finished, true);
+    r.store_cpu(6, 999);
+    let j = Verdict::judge(r, 1, 42, 7);
+    assert_eq!(j.outcome, Outcome::Finished);
+    assert_eq!((j.signal_ns, j.awake_ns, j.finish_ns), (100, 150, 400));
+    // Finished, but the CPU figure stored is the previous cycle's: unknown.
+    assert_eq!(j.cpu_ns, None);
+    r.store_cpu(7, 1_234);
+    let j = Verdict::judge(r, 1, 42, 7);
+    assert_eq!(j.cpu_ns, Some(1_234));
+    let row = j.profile_row(3, 10, 20);
+    assert_eq!(
+        row.flags,
+        node_flags::SIGNALLED
+            | node_flags::AWAKE
+            | node_flags::FINISHED
+            | 3 << node_flags::KIND_SHIFT
+    );
+    assert_eq!(
+        (row.uuid, row.slot, row.cpu_ns, row.budget_ns),
+        (42, 1, 1_234, 10)
+    );
+}
+
+#[test]
+fn late_nodes_are_woken_or_waiting_and_carry_only_valid_stamps() {
+    let v = view();
+    let r = v.record(2).unwrap();
+    set(r, 7, NodeStatus::Running, false);
+    r.store_cpu(7, 5);
+    let j = Verdict::judge(r, 2, 1, 7);
+    assert_eq!(j.outcome, Outcome::Woken);
+    assert!(j.late() && j.signalled && j.awake);
+    assert_eq!(
+        (j.signal_ns, j.awake_ns, j.finish_ns, j.cpu_ns),
+        (100, 150, 0, None)
+    );
+    assert_eq!(
+        j.profile_row(0, 0, 0).flags,
+        node_flags::LATE | node_flags::SIGNALLED | node_flags::AWAKE
+    );
+    // Triggered (not yet running): woken, but not awake.
+    set(r, 7, NodeStatus::Triggered, false);
+    let j = Verdict::judge(r, 2, 1, 7);
+    assert_eq!(j.outcome, Outcome::Woken);
+    assert!(j.signalled && !j.awake);
+    // Still waiting for its inputs, never triggered this cycle.
+    set(r, 6, NodeStatus::Waiting, false);
+    let j = Verdict::judge(r, 2, 1, 7);
+    assert_eq!(j.outcome, Outcome::Waiting);
+    assert_eq!(j.profile_row(0, 0, 0).flags, node_flags::LATE);
+    assert_eq!((j.signal_ns, j.awake_ns), (0, 0));
+}
+
+#[test]
+fn an_impossible_status_is_corrupt_even_if_finished() {
+    let v = view();
+    let r = v.record(3).unwrap();
+    set(r, 7, NodeStatus::Finished, true);
+    r.status.store(0xdead, Ordering::Relaxed);
+    let j = Verdict::judge(r, 3, 1, 7);
+    assert_eq!(j.outcome, Outcome::Corrupt(0xdead));
+    assert!(!j.late() && !j.finished());
+}
