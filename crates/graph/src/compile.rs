@@ -33,12 +33,37 @@ impl Graph {
 
     /// Compiles the model into the flat form (see the crate docs).
     pub fn compile(&self) -> Compiled {
+        let deps = self.dependencies();
+        let active: Vec<u32> = self
+            .clients()
+            .map(|(s, _)| s)
+            .filter(|&s| s != DRIVER && self.running(s))
+            .collect();
+        let flow = Flow::new(&deps, &active);
+        let (clients, edges) = self.client_entries(&deps, &flow);
+        let (ports, sources) = self.port_entries();
+        Compiled {
+            version: self.version,
+            clients,
+            ports,
+            sources,
+            edges,
+            order: flow.order,
+            feedback: deps.feedback,
+        }
+    }
+
+    /// Client-to-client dependency edges between running clients, in
+    /// connection order, with the connections that would close a loop set
+    /// aside as feedback.
+    fn dependencies(&self) -> Dependencies {
         let mc = self.caps.max_clients as usize;
-        // Client-to-client dependency edges, feedback ones excluded.
-        let mut succ: Vec<Vec<u32>> = vec![Vec::new(); mc];
-        let mut from_driver = vec![false; mc];
-        let mut to_driver = vec![false; mc];
-        let mut feedback = Vec::new();
+        let mut d = Dependencies {
+            succ: vec![Vec::new(); mc],
+            from_driver: vec![false; mc],
+            to_driver: vec![false; mc],
+            feedback: Vec::new(),
+        };
         for c in &self.connections {
             let (Some(ps), Some(pd)) = (self.port(c.src), self.port(c.dst)) else {
                 continue;
@@ -49,41 +74,23 @@ impl Graph {
             }
             match (u == DRIVER, v == DRIVER) {
                 (true, true) => {}
-                (true, false) => from_driver[v as usize] = true,
-                (false, true) => to_driver[u as usize] = true,
+                (true, false) => d.from_driver[v as usize] = true,
+                (false, true) => d.to_driver[u as usize] = true,
                 (false, false) => {
-                    if u == v || reaches(&succ, v, u) {
-                        feedback.push(*c);
-                    } else if !succ[u as usize].contains(&v) {
-                        succ[u as usize].push(v);
+                    if u == v || reaches(&d.succ, v, u) {
+                        d.feedback.push(*c);
+                    } else if !d.succ[u as usize].contains(&v) {
+                        d.succ[u as usize].push(v);
                     }
                 }
             }
         }
-        let active: Vec<u32> = self
-            .clients()
-            .map(|(s, _)| s)
-            .filter(|&s| s != DRIVER && self.running(s))
-            .collect();
-        let mut indeg = vec![0u32; mc];
-        for &u in &active {
-            for &v in &succ[u as usize] {
-                indeg[v as usize] += 1;
-            }
-        }
-        // Driver triggers clients fed by capture or with no client upstream.
-        let roots: Vec<u32> = active
-            .iter()
-            .copied()
-            .filter(|&s| from_driver[s as usize] || indeg[s as usize] == 0)
-            .collect();
-        // Clients that end the graph signal the driver.
-        let sinks: Vec<u32> = active
-            .iter()
-            .copied()
-            .filter(|&s| to_driver[s as usize] || succ[s as usize].is_empty())
-            .collect();
+        d
+    }
 
+    /// Client entries (index = slot, up to the high-water mark) and the flat
+    /// downstream edges they point into.
+    fn client_entries(&self, deps: &Dependencies, flow: &Flow) -> (Vec<ClientEntry>, Vec<u32>) {
         let hw = self
             .clients
             .iter()
@@ -91,29 +98,7 @@ impl Graph {
             .map_or(1, |i| i + 1);
         let mut clients = vec![shm::empty_client(); hw];
         let mut edges = Vec::new();
-        // Topological order (Kahn, lowest slot first) for display and for the driver's reset loop.
-        let mut order = vec![DRIVER];
-        let mut deg = indeg.clone();
-        let mut ready: std::collections::BTreeSet<u32> = active
-            .iter()
-            .copied()
-            .filter(|&s| deg[s as usize] == 0)
-            .collect();
-        while let Some(u) = ready.pop_first() {
-            order.push(u);
-            for &v in &succ[u as usize] {
-                deg[v as usize] -= 1;
-                if deg[v as usize] == 0 {
-                    ready.insert(v);
-                }
-            }
-        }
-        debug_assert_eq!(
-            order.len(),
-            active.len() + 1,
-            "dependency graph must be acyclic"
-        );
-        let pos = |s: u32| order.iter().position(|&x| x == s).unwrap_or(0) as u32;
+        let pos = |s: u32| flow.order.iter().position(|&x| x == s).unwrap_or(0) as u32;
         for (slot, c) in self.clients() {
             let e = &mut clients[slot as usize];
             e.pid = c.pid;
@@ -127,21 +112,24 @@ impl Graph {
             e.order = pos(slot);
             e.down_start = edges.len() as u32;
             if slot == DRIVER {
-                e.init_count = sinks.len() as u32;
-                edges.extend_from_slice(&roots);
+                e.init_count = flow.sinks.len() as u32;
+                edges.extend_from_slice(&flow.roots);
             } else if e.state == client_state::ACTIVE {
-                e.init_count = indeg[slot as usize] + from_driver[slot as usize] as u32;
-                if e.init_count == 0 {
-                    e.init_count = 1;
-                }
-                edges.extend_from_slice(&succ[slot as usize]);
-                if sinks.contains(&slot) {
+                let s = slot as usize;
+                e.init_count = (flow.indeg[s] + deps.from_driver[s] as u32).max(1);
+                edges.extend_from_slice(&deps.succ[s]);
+                if flow.sinks.contains(&slot) {
                     edges.push(DRIVER);
                 }
             }
             e.down_count = edges.len() as u32 - e.down_start;
         }
+        (clients, edges)
+    }
 
+    /// Port entries (index = slot, up to the high-water mark) and the flat
+    /// sources array of the input ports.
+    fn port_entries(&self) -> (Vec<PortEntry>, Vec<u32>) {
         let phw = self
             .ports
             .iter()
@@ -178,16 +166,89 @@ impl Graph {
                 .filter(|c| c.src == slot || c.dst == slot)
                 .count() as u32;
         }
-        Compiled {
-            version: self.version,
-            clients,
-            ports,
-            sources,
-            edges,
+        (ports, sources)
+    }
+}
+
+/// The dependency edges between running clients.
+struct Dependencies {
+    /// Per slot: the clients it feeds (feedback connections excluded).
+    succ: Vec<Vec<u32>>,
+    /// Per slot: fed by the driver's capture ports.
+    from_driver: Vec<bool>,
+    /// Per slot: feeds the driver's playback ports.
+    to_driver: Vec<bool>,
+    /// Connections that close a loop.
+    feedback: Vec<Connection>,
+}
+
+/// How activation flows: in-degrees, the clients the driver triggers and
+/// those that signal it back, and the topological order.
+struct Flow {
+    /// Per slot: client-to-client dependencies.
+    indeg: Vec<u32>,
+    /// Clients fed by capture or with no client upstream (the driver triggers them).
+    roots: Vec<u32>,
+    /// Clients that end the graph (they signal the driver).
+    sinks: Vec<u32>,
+    /// Activation order (driver first; Kahn, lowest slot first).
+    order: Vec<u32>,
+}
+
+impl Flow {
+    /// The flow of `deps` over the `active` clients.
+    fn new(deps: &Dependencies, active: &[u32]) -> Flow {
+        let mut indeg = vec![0u32; deps.succ.len()];
+        for &u in active {
+            for &v in &deps.succ[u as usize] {
+                indeg[v as usize] += 1;
+            }
+        }
+        let roots = active
+            .iter()
+            .copied()
+            .filter(|&s| deps.from_driver[s as usize] || indeg[s as usize] == 0)
+            .collect();
+        let sinks = active
+            .iter()
+            .copied()
+            .filter(|&s| deps.to_driver[s as usize] || deps.succ[s as usize].is_empty())
+            .collect();
+        let order = topological_order(deps, active, &indeg);
+        Flow {
+            indeg,
+            roots,
+            sinks,
             order,
-            feedback,
         }
     }
+}
+
+/// Topological order of the active clients (Kahn, lowest slot first),
+/// driver first: for display and for the driver's reset loop.
+fn topological_order(deps: &Dependencies, active: &[u32], indeg: &[u32]) -> Vec<u32> {
+    let mut order = vec![DRIVER];
+    let mut deg = indeg.to_vec();
+    let mut ready: std::collections::BTreeSet<u32> = active
+        .iter()
+        .copied()
+        .filter(|&s| deg[s as usize] == 0)
+        .collect();
+    while let Some(u) = ready.pop_first() {
+        order.push(u);
+        for &v in &deps.succ[u as usize] {
+            deg[v as usize] -= 1;
+            if deg[v as usize] == 0 {
+                ready.insert(v);
+            }
+        }
+    }
+    debug_assert_eq!(
+        order.len(),
+        active.len() + 1,
+        "dependency graph must be acyclic"
+    );
+    order
 }
 
 /// Does `from` reach `to` over `succ`?

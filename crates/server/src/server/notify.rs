@@ -5,6 +5,7 @@
 //! blocks (the queues are bounded and written with `try_send`).
 
 use super::{Server, Session, State};
+use resound_graph::Connection;
 use resound_protocol::wire::{Notification, ServerMsg};
 use resound_shm::limits;
 use std::sync::mpsc::TrySendError;
@@ -46,5 +47,46 @@ impl Server {
         Self::notify(st, Notification::GraphOrder);
         Self::notify(st, Notification::Latency { mode: 0 });
         Self::notify(st, Notification::Latency { mode: 1 });
+    }
+
+    /// Tells everyone these connections are gone.
+    pub(super) fn tell_disconnected(st: &mut State, conns: &[Connection]) {
+        for c in conns {
+            Self::notify(
+                st,
+                Notification::PortConnect {
+                    src: c.src,
+                    dst: c.dst,
+                    connected: false,
+                },
+            );
+        }
+    }
+
+    /// Tells everyone a client left, with its connections and ports.
+    pub(super) fn tell_client_left(
+        st: &mut State,
+        name: String,
+        conns: Vec<Connection>,
+        ports: Vec<(u32, String)>,
+    ) {
+        Self::tell_disconnected(st, &conns);
+        for (port, name) in ports {
+            Self::notify(
+                st,
+                Notification::PortRegistration {
+                    port,
+                    name,
+                    registered: false,
+                },
+            );
+        }
+        Self::notify(
+            st,
+            Notification::ClientRegistration {
+                name,
+                registered: false,
+            },
+        );
     }
 }

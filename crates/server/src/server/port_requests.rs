@@ -102,16 +102,7 @@ impl Server {
             Self::forget_subject(st, u);
         }
         self.publish(st);
-        for c in conns {
-            Self::notify(
-                st,
-                Notification::PortConnect {
-                    src: c.src,
-                    dst: c.dst,
-                    connected: false,
-                },
-            );
-        }
+        Self::tell_disconnected(st, &conns);
         Self::notify(
             st,
             Notification::PortRegistration {

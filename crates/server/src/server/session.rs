@@ -9,7 +9,7 @@
 use super::handshake::{read_hello, Opening};
 use super::Server;
 use crate::reserve::Command;
-use resound_protocol::wire::{self, Envelope, FrameError, Notification, Reply, Request, ServerMsg};
+use resound_protocol::wire::{self, Envelope, FrameError, Reply, Request, ServerMsg};
 use resound_shm::limits;
 use resound_shm::sync::Ordering;
 use resound_shm::{self as shm};
@@ -151,33 +151,7 @@ impl Server {
                 ports.len(),
                 conns.len()
             );
-            for c in conns {
-                Self::notify(
-                    &mut st,
-                    Notification::PortConnect {
-                        src: c.src,
-                        dst: c.dst,
-                        connected: false,
-                    },
-                );
-            }
-            for (p, n) in ports {
-                Self::notify(
-                    &mut st,
-                    Notification::PortRegistration {
-                        port: p,
-                        name: n,
-                        registered: false,
-                    },
-                );
-            }
-            Self::notify(
-                &mut st,
-                Notification::ClientRegistration {
-                    name,
-                    registered: false,
-                },
-            );
+            Self::tell_client_left(&mut st, name, conns, ports);
             Self::graph_order(&mut st);
         }
     }
