@@ -135,6 +135,7 @@ impl Server {
         &self.socket
     }
 
+    /// The state lock (a panicked holder does not poison it for the others).
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
