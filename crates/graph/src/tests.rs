@@ -2,6 +2,7 @@ use super::*;
 use proptest::prelude::*;
 use resound_shm::limits::{AUDIO_TYPE, MIDI_TYPE};
 use resound_shm::sync::{activation, AtomicU64};
+use resound_shm::{client_state, port_flags, Capacities};
 
 const IN: u32 = port_flags::IS_INPUT;
 const OUT: u32 = port_flags::IS_OUTPUT;
@@ -105,6 +106,35 @@ fn chain_runs_in_order_and_ends_at_driver() {
     assert!(comp.feedback.is_empty());
 }
 
+/// The critical path over a compiled chain counts the driver's work before
+/// the first client, ignores the sink's edge back to the driver, and a
+/// feedback connection adds no work to either side.
+#[test]
+fn critical_path_of_a_compiled_chain() {
+    let mut g = graph();
+    let a = client(&mut g, "a");
+    let b = client(&mut g, "b");
+    let c = client(&mut g, "c");
+    g.connect("system:capture_1", "a:in").unwrap();
+    g.connect("a:out", "b:in").unwrap();
+    g.connect("b:out", "c:in").unwrap();
+    g.connect("c:out", "system:playback_1").unwrap();
+    g.connect("c:out", "a:in").unwrap();
+    let comp = g.compile();
+    assert_eq!(comp.feedback.len(), 1);
+    let mut work = vec![0u64; comp.clients.len()];
+    for (slot, w) in [(DRIVER, 50), (a, 100), (b, 200), (c, 300)] {
+        work[slot as usize] = w;
+    }
+    let cp = CriticalPath::of(&comp, &work);
+    assert_eq!([a, b, c].map(|s| cp.head(s)), [50, 150, 350]);
+    assert_eq!([a, b, c].map(|s| cp.tail(s)), [500, 300, 0]);
+    assert_eq!(
+        [a, b, c].map(|s| cp.deadline(s, 1000, work[s as usize])),
+        [450, 550, 650]
+    );
+}
+
 #[test]
 fn parallel_branches_join() {
     let mut g = graph();
@@ -159,50 +189,50 @@ fn bad_requests_get_clear_errors() {
     client(&mut g, "a");
     client(&mut g, "b");
     let e = g.connect("a:out", "b:out").unwrap_err();
-    assert_eq!(e.code, ErrorCode::Incompatible);
+    assert_eq!(e.kind, GraphErrorKind::Incompatible);
     assert!(e.message.contains("both outputs"), "{e}");
     assert_eq!(
-        g.connect("a:in", "b:in").unwrap_err().code,
-        ErrorCode::Incompatible
+        g.connect("a:in", "b:in").unwrap_err().kind,
+        GraphErrorKind::Incompatible
     );
     assert_eq!(
-        g.connect("nope:out", "b:in").unwrap_err().code,
-        ErrorCode::NoSuchPort
+        g.connect("nope:out", "b:in").unwrap_err().kind,
+        GraphErrorKind::NoSuchPort
     );
     assert_eq!(
-        g.connect("garbage", "b:in").unwrap_err().code,
-        ErrorCode::NoSuchPort
+        g.connect("garbage", "b:in").unwrap_err().kind,
+        GraphErrorKind::NoSuchPort
     );
     g.register_port(1, "midi_out", MIDI_TYPE, OUT).unwrap();
     let e = g.connect("a:midi_out", "b:in").unwrap_err();
     assert!(e.message.contains("8 bit raw midi"), "{e}");
     g.connect("a:out", "b:in").unwrap();
     assert_eq!(
-        g.connect("b:in", "a:out").unwrap_err().code,
-        ErrorCode::Exists,
+        g.connect("b:in", "a:out").unwrap_err().kind,
+        GraphErrorKind::Exists,
         "reverse order is the same pair"
     );
     assert_eq!(
-        g.disconnect("a:out", "system:playback_1").unwrap_err().code,
-        ErrorCode::NotConnected
+        g.disconnect("a:out", "system:playback_1").unwrap_err().kind,
+        GraphErrorKind::NotConnected
     );
     assert_eq!(
-        g.add_client("a", true, 1).unwrap_err().code,
-        ErrorCode::NameTaken
+        g.add_client("a", true, 1).unwrap_err().kind,
+        GraphErrorKind::NameTaken
     );
     assert_eq!(g.add_client("a", false, 1).unwrap().1, "a-01");
     assert_eq!(
-        g.add_client(&"x".repeat(64), false, 1).unwrap_err().code,
-        ErrorCode::InvalidName
+        g.add_client(&"x".repeat(64), false, 1).unwrap_err().kind,
+        GraphErrorKind::InvalidName
     );
     assert!(g.add_client(&"x".repeat(63), false, 1).is_ok());
     assert_eq!(
-        g.add_client("a:b", false, 1).unwrap_err().code,
-        ErrorCode::InvalidName
+        g.add_client("a:b", false, 1).unwrap_err().kind,
+        GraphErrorKind::InvalidName
     );
     assert_eq!(
-        g.add_client("", false, 1).unwrap_err().code,
-        ErrorCode::InvalidName
+        g.add_client("", false, 1).unwrap_err().kind,
+        GraphErrorKind::InvalidName
     );
     let long = "p".repeat(319 - 2);
     assert!(
@@ -212,26 +242,26 @@ fn bad_requests_get_clear_errors() {
     assert_eq!(
         g.register_port(1, &format!("{long}q"), AUDIO_TYPE, OUT)
             .unwrap_err()
-            .code,
-        ErrorCode::InvalidName
+            .kind,
+        GraphErrorKind::InvalidName
     );
     assert_eq!(
-        g.register_port(1, "in", AUDIO_TYPE, IN).unwrap_err().code,
-        ErrorCode::NameTaken
+        g.register_port(1, "in", AUDIO_TYPE, IN).unwrap_err().kind,
+        GraphErrorKind::NameTaken
     );
     assert_eq!(
-        g.register_port(1, "z", "video", IN).unwrap_err().code,
-        ErrorCode::UnknownType
+        g.register_port(1, "z", "video", IN).unwrap_err().kind,
+        GraphErrorKind::UnknownType
     );
     assert_eq!(
         g.register_port(1, "z", AUDIO_TYPE, IN | OUT)
             .unwrap_err()
-            .code,
-        ErrorCode::InvalidName
+            .kind,
+        GraphErrorKind::InvalidName
     );
     assert_eq!(
-        g.unregister_port(2, 0).unwrap_err().code,
-        ErrorCode::NotAllowed,
+        g.unregister_port(2, 0).unwrap_err().kind,
+        GraphErrorKind::NotAllowed,
         "not b's port"
     );
 }

@@ -9,7 +9,10 @@
 //! | [`predictor`] | [`Predictor`]: moving-window percentile of per-cycle CPU time (thesis 3.4.4) | driver thread; allocates only in `new` |
 //! | [`controller`] | [`Controller`]: per reserved thread, turns the CPU-time trace into SCHED_DEADLINE budgets (-F/-I/-D, min/max clamps, flush + bump on new clients and xruns, change threshold) | driver thread, at cycle begin; allocates only in `new`, makes no syscalls |
 //! | [`ledger`] | [`Ledger`]: our own record of admitted bandwidth per thread, and the system capacity | built on the control thread; `reserve`/`release`/`get` on the driver thread, without allocation |
-//! | [`deadlines`] | [`critical_path_deadlines`]: per-node relative deadlines from the graph's critical path | control thread (pure, allocates) |
+//! //!
+//! Critical-path deadlines (`--deadlines critical-path`) are computed over
+//! the compiled graph, in `resound_graph::CriticalPath`; the controller
+//! applies them (`Controller::set_deadline`).
 //!
 //! The controller decides, the caller applies: a typical cycle begin on the
 //! driver thread is
@@ -38,13 +41,11 @@
 //! deadline across a budget change.
 
 pub mod controller;
-pub mod deadlines;
 pub mod ledger;
 pub mod policy;
 pub mod predictor;
 
 pub use controller::{Controller, ControllerConfig, Reservation};
-pub use deadlines::critical_path_deadlines;
 pub use ledger::{AdmissionError, Ledger};
 pub use policy::{
     apply, current, deadline_permitted, describe_thread, drop_own_reservation, fifo_permitted,

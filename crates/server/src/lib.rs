@@ -52,7 +52,7 @@ pub fn main(argv: Vec<String>) -> i32 {
             return 1;
         }
     };
-    let period_ms = cfg.period() as f64 * 1000.0 / cfg.rate() as f64;
+    let period_ms = resound_shm::time::frames_to_ns(cfg.period() as u64, cfg.rate()) as f64 / 1e6;
     tracing::info!(
         "server {:?} running: {} driver, {} Hz, {} frames ({:.2} ms), {} mode, driver thread {}, socket {}",
         server.name(),

@@ -1,0 +1,149 @@
+//! Building and starting the engine (the driver thread and its audio cycle)
+//! and its reservation manager, and talking to them from the control side:
+//! reservation commands, the driver's scheduling as reported.
+//!
+//! Everything here that names `crate::engine` or `crate::reserve` at start
+//! is kept together so it can follow those modules when they move.
+//!
+//! Threads: [`start`] runs on the thread calling `Server::start` and spawns
+//! the driver thread (real-time); the rest runs on control threads.
+
+use super::sched_mode::sched_mode;
+use super::startup::DriverPorts;
+use super::Server;
+use crate::config::{Config, DriverArgs};
+use resound_engine::{kind, Command, Mode, Reservations};
+use resound_engine::{DummyDriver, Engine, EngineConfig, EngineShared, MonotonicClock, RtEvent};
+use resound_shm::profile::ProfileSegment;
+use resound_shm::sync::Ordering;
+use resound_shm::{Capacities, View};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::warn;
+
+/// What the driver thread needs that is decided before the server exists.
+pub(super) struct DriverStart {
+    /// State shared between the driver thread and the control side.
+    pub(super) engine: Arc<EngineShared>,
+    /// The scheduling mode (after fallbacks).
+    pub(super) mode: Mode,
+    /// The mode as shown in status and logs.
+    pub(super) sched_desc: String,
+    /// The admission ledger the reservation manager starts with.
+    pub(super) ledger: resound_sched::Ledger,
+    /// The reservation manager's end of the command queue.
+    pub(super) commands: rtrb::Consumer<Command>,
+    /// Slots the engine and the reservation manager are sized for.
+    pub(super) max_clients: usize,
+}
+
+impl DriverStart {
+    /// Decides the scheduling mode and creates the shared engine state; also
+    /// returns the control side's end of the reservation command queue.
+    pub(super) fn prepare(
+        cfg: &Config,
+        caps: Capacities,
+    ) -> (DriverStart, rtrb::Producer<Command>) {
+        let engine = Arc::new(EngineShared::new(caps.max_clients));
+        let (mode, sched_desc, ledger) = sched_mode(cfg);
+        let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(256);
+        let start = DriverStart {
+            engine,
+            mode,
+            sched_desc,
+            ledger,
+            commands: cmd_rx,
+            max_clients: caps.max_clients as usize,
+        };
+        (start, cmd_tx)
+    }
+
+    /// Whether reservations exist (deadline mode).
+    pub(super) fn deadline_mode(&self) -> bool {
+        matches!(self.mode, Mode::Deadline { .. })
+    }
+}
+
+/// Builds the engine and its reservation manager, spawns the driver thread
+/// and waits (up to 5 s) until it runs. Returns the driver's event ring.
+pub(super) fn start(
+    d: DriverStart,
+    cfg: &Config,
+    view: Arc<View>,
+    ports: DriverPorts,
+    profile: Option<Arc<ProfileSegment>>,
+) -> Result<rtrb::Consumer<RtEvent>, String> {
+    let DriverArgs::Dummy(dummy) = &cfg.driver;
+    let (tx, rx) = rtrb::RingBuffer::new(4096);
+    let res = Reservations::new(
+        d.mode,
+        d.max_clients,
+        d.ledger,
+        d.engine.res.clone(),
+        d.commands,
+    );
+    let driver = DummyDriver::new(
+        ports.playback.len(),
+        view.layout().caps.max_frames as usize,
+        dummy.loopback,
+    );
+    let eng = Engine::new(
+        view,
+        d.engine.clone(),
+        EngineConfig {
+            sync: cfg.server.sync,
+            capture: ports.capture,
+            playback: ports.playback,
+        },
+        driver,
+        MonotonicClock,
+        tx,
+        res,
+    )
+    .with_profile(profile);
+    std::thread::Builder::new()
+        .name("resound-driver".into())
+        .spawn(move || eng.run())
+        .map_err(|e| format!("driver thread: {e}"))?;
+    let t0 = Instant::now();
+    while !d.engine.running.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    Ok(rx)
+}
+
+impl Server {
+    /// Scheduling the driver thread got.
+    pub fn driver_sched(&self) -> String {
+        self.engine
+            .sched
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The driver thread's scheduling now: its live reservation in deadline
+    /// mode (budgets and the period move), else what it got at start.
+    pub(super) fn driver_sched_now(&self) -> String {
+        let r = &self.engine.res[0];
+        if r.kind.load(Ordering::Relaxed) == kind::DEADLINE {
+            resound_sched::Policy::Deadline {
+                runtime_ns: r.budget_ns.load(Ordering::Relaxed),
+                deadline_ns: r.deadline_ns.load(Ordering::Relaxed),
+                period_ns: r.period_ns.load(Ordering::Relaxed),
+                reclaim: self.cfg.server.reclaim(),
+            }
+            .describe()
+        } else {
+            self.driver_sched()
+        }
+    }
+
+    /// Sends a request to the driver thread's reservation manager.
+    pub(super) fn command(&self, c: Command) {
+        let mut q = self.commands.lock().unwrap_or_else(|e| e.into_inner());
+        if q.push(c).is_err() {
+            warn!("reservation command queue full; dropped {c:?}");
+        }
+    }
+}

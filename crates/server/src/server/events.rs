@@ -1,0 +1,254 @@
+//! Housekeeping: drains the driver's event ring (xruns, late wake-ups,
+//! reservations granted, refused or fallen back, corrupt activation
+//! records), logs them without flooding, notifies clients of xruns, and in
+//! `--deadlines critical-path` mode keeps each client's relative deadline at
+//! its place on the graph's critical path.
+//!
+//! Everything here that consumes `crate::engine::RtEvent` or names
+//! `crate::reserve` is kept together so it can follow those modules when
+//! they move.
+//!
+//! Threads: the housekeeping thread (not real-time), every 5 ms.
+
+use super::Server;
+use crate::config::DeadlineChoice;
+use resound_engine::RtEvent;
+use resound_engine::{kind, Command};
+use resound_graph::CriticalPath;
+use resound_protocol::wire::Notification;
+use resound_shm::sync::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+/// At most this many xrun warnings per second; the rest are counted.
+const XRUN_WARNINGS_PER_SECOND: u64 = 20;
+
+/// How often critical-path deadlines are recomputed.
+const DEADLINE_REFRESH: Duration = Duration::from_millis(250);
+
+/// The housekeeping thread's own bookkeeping.
+struct Housekeeping {
+    /// Slots reported late in the cycle being checked.
+    late: Vec<u32>,
+    /// Xrun warnings logged in the current one-second window.
+    logged: u64,
+    /// Xruns not logged in the current window.
+    suppressed: u64,
+    /// Start of the current one-second window.
+    window: Instant,
+    /// Whether critical-path deadlines are maintained.
+    critical_path: bool,
+    /// When deadlines were last recomputed.
+    deadline_tick: Instant,
+    /// Per slot: the relative deadline last sent (ns; 0 = none yet).
+    sent_deadlines: Vec<u64>,
+}
+
+impl Server {
+    /// The housekeeping thread's loop, until the server stops.
+    pub(super) fn housekeeping(self: Arc<Self>, mut rx: rtrb::Consumer<RtEvent>) {
+        let mut hk = Housekeeping {
+            late: Vec::new(),
+            logged: 0,
+            suppressed: 0,
+            window: Instant::now(),
+            critical_path: self.deadline_mode
+                && self.cfg.server.deadlines == DeadlineChoice::CriticalPath
+                && self.cfg.server.period_multiplier == 1,
+            deadline_tick: Instant::now(),
+            sent_deadlines: vec![0u64; self.engine.res.len()],
+        };
+        while !self.stopping.load(Ordering::Acquire) {
+            while let Ok(ev) = rx.pop() {
+                self.on_event(&mut hk, ev);
+            }
+            if hk.critical_path && hk.deadline_tick.elapsed() >= DEADLINE_REFRESH {
+                hk.deadline_tick = Instant::now();
+                self.update_deadlines(&mut hk.sent_deadlines);
+            }
+            if hk.window.elapsed() >= Duration::from_secs(1) {
+                self.end_log_window(&mut hk);
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Handles one event from the driver.
+    fn on_event(&self, hk: &mut Housekeeping, ev: RtEvent) {
+        match ev {
+            RtEvent::Late { slot, .. } => hk.late.push(slot),
+            RtEvent::CycleChecked { cycle } => self.on_xrun(hk, cycle),
+            RtEvent::DriverLate { cycle, late_ns } => {
+                warn!(
+                    "driver woke {:.3} ms late before cycle {cycle}; skipped ahead",
+                    late_ns as f64 / 1e6
+                );
+                let mut st = self.lock();
+                Self::notify(
+                    &mut st,
+                    Notification::Xrun {
+                        cycle,
+                        late: vec![],
+                    },
+                );
+            }
+            RtEvent::DriverFault { cycle, fault } => {
+                error!("audio driver fault before cycle {cycle}: {fault:?}");
+            }
+            RtEvent::Reserved {
+                slot,
+                runtime_ns,
+                period_ns,
+            } => {
+                info!(
+                    "{}: SCHED_DEADLINE reservation {:.0}/{:.0} us",
+                    self.slot_name(slot),
+                    runtime_ns as f64 / 1e3,
+                    period_ns as f64 / 1e3
+                );
+            }
+            RtEvent::Refused {
+                slot,
+                asked_ppm,
+                free_ppm,
+                errno,
+            } => self.on_refused(slot, asked_ppm, free_ppm, errno),
+            RtEvent::Fallback { slot, fifo } => {
+                warn!(
+                    "{} runs {} instead of a reservation",
+                    self.slot_name(slot),
+                    if fifo { "SCHED_FIFO" } else { "SCHED_OTHER" }
+                );
+            }
+            RtEvent::Corrupt { slot, status } => self.on_corrupt(slot, status),
+        }
+    }
+
+    /// A checked cycle had late clients: counts, logs and notifies the xrun.
+    fn on_xrun(&self, hk: &mut Housekeeping, cycle: u64) {
+        let mut st = self.lock();
+        let names: Vec<String> = hk
+            .late
+            .iter()
+            .filter_map(|&s| st.graph.client(s).map(|c| c.name.clone()))
+            .collect();
+        for &s in &hk.late {
+            if let Some(x) = st.xruns.get_mut(s as usize) {
+                *x += 1;
+            }
+        }
+        hk.late.clear();
+        if hk.logged < XRUN_WARNINGS_PER_SECOND {
+            warn!(
+                "xrun in cycle {cycle}: not finished in time: {}",
+                names.join(", ")
+            );
+            hk.logged += 1;
+        } else {
+            hk.suppressed += 1;
+        }
+        Self::notify(&mut st, Notification::Xrun { cycle, late: names });
+    }
+
+    /// A reservation was refused, by our ledger (`errno` 0) or the kernel.
+    fn on_refused(&self, slot: u32, asked_ppm: u32, free_ppm: u32, errno: i32) {
+        let by = if errno == 0 {
+            format!(
+                "resound's ledger (capacity {:.3} CPU)",
+                self.ledger_capacity
+            )
+        } else {
+            format!("the kernel ({})", std::io::Error::from_raw_os_error(errno))
+        };
+        warn!(
+            "{}: reservation of {:.3} CPU refused by {by}; {:.3} CPU free",
+            self.slot_name(slot),
+            asked_ppm as f64 / 1e6,
+            free_ppm as f64 / 1e6
+        );
+    }
+
+    /// A client corrupted its activation record: drop it (once).
+    fn on_corrupt(&self, slot: u32, status: u32) {
+        let mut st = self.lock();
+        if st.condemned.contains(&slot) {
+            return;
+        }
+        st.condemned.push(slot);
+        let name = st
+            .graph
+            .client(slot)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        error!(
+            "client {name:?} wrote an invalid status {status:#x} into its activation record; removing it"
+        );
+        if let Some(s) = st.sessions.values().find(|s| s.slot == Some(slot)) {
+            let _ = s.stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// Ends a one-second log window: reports lost events and unlogged xruns.
+    fn end_log_window(&self, hk: &mut Housekeeping) {
+        let lost = self.engine.dropped_events.swap(0, Ordering::Relaxed);
+        if lost > 0 {
+            warn!("{lost} driver event(s) lost: the event ring was full");
+        }
+        if hk.suppressed > 0 {
+            warn!("{} more xrun(s) in the last second", hk.suppressed);
+        }
+        hk.suppressed = 0;
+        hk.logged = 0;
+        hk.window = Instant::now();
+    }
+
+    /// Critical-path deadlines (see [`CriticalPath`]): each reserved client
+    /// gets `period - head - tail` from the predicted work before and after
+    /// it. Off the real-time path; sends only deadlines that moved by more
+    /// than 5%.
+    fn update_deadlines(&self, sent: &mut [u64]) {
+        let compiled = self.lock().graph.compile();
+        let period = self.view.header().period_ns.load(Ordering::Relaxed);
+        let work: Vec<u64> = (0..compiled.clients.len())
+            .map(|slot| self.expected_work(slot))
+            .collect();
+        let path = CriticalPath::of(&compiled, &work);
+        for &slot in compiled.order.iter().skip(1) {
+            let i = slot as usize;
+            if self.engine.res[i].kind.load(Ordering::Relaxed) != kind::DEADLINE || i >= sent.len()
+            {
+                continue;
+            }
+            let d = path.deadline(slot, period, work[i]);
+            if sent[i] == 0 || d.abs_diff(sent[i]) * 20 > sent[i] {
+                sent[i] = d;
+                self.command(Command::SetDeadline {
+                    slot,
+                    deadline_ns: d,
+                });
+            }
+        }
+    }
+
+    /// A slot's expected CPU time per cycle (ns): the larger of its
+    /// predicted and its last measured time.
+    fn expected_work(&self, slot: usize) -> u64 {
+        self.engine.res.get(slot).map_or(0, |r| {
+            r.predicted_ns
+                .load(Ordering::Relaxed)
+                .max(r.used_ns.load(Ordering::Relaxed))
+        })
+    }
+
+    /// A slot for logs: "driver", `client "name"`, or "slot N".
+    fn slot_name(&self, slot: u32) -> String {
+        if slot == 0 {
+            return "driver".into();
+        }
+        self.lock().graph.client(slot).map_or_else(
+            || format!("slot {slot}"),
+            |c| format!("client {:?}", c.name),
+        )
+    }
+}

@@ -1,0 +1,67 @@
+//! Graph publication: latencies propagated, the graph compiled and written
+//! into the *next* shared table, then a wait until the driver has switched
+//! to it.
+//!
+//! Threads: session threads (and start-up), under the state lock (the
+//! table's single writer).
+
+use super::{Server, State};
+use resound_shm::sync::{switch, Ordering};
+use resound_shm::TableHeader;
+use std::time::{Duration, Instant};
+use tracing::debug;
+
+impl Server {
+    /// Writes the graph into the next table and waits until the driver uses it.
+    pub(super) fn publish(&self, st: &mut State) {
+        let (capture, playback) = self.device_latency();
+        crate::latency::propagate(&mut st.graph, &st.latency_custom, capture, playback);
+        let c = st.graph.compile();
+        let h = self.view.header();
+        let before = switch::generation(h.switch.load(Ordering::Acquire));
+        let next = switch::begin_write(&h.switch);
+        {
+            // SAFETY: we hold the state lock, so this is the only writer, and
+            // `next` comes from begin_write.
+            let mut t = unsafe { self.view.table_mut(next) };
+            for (i, e) in c.clients.iter().enumerate() {
+                t.set_client(i as u32, e);
+            }
+            for (i, e) in c.ports.iter().enumerate() {
+                t.set_port(i as u32, e);
+            }
+            t.set_arrays(&c.sources, &c.edges, &c.order);
+            t.set_header(TableHeader {
+                version: c.version,
+                client_hw: c.clients.len() as u32,
+                port_hw: c.ports.len() as u32,
+                n_sources: c.sources.len() as u32,
+                n_edges: c.edges.len() as u32,
+                n_order: c.order.len() as u32,
+                _pad: 0,
+            });
+        }
+        switch::end_write(&h.switch);
+        if !c.feedback.is_empty() {
+            debug!(
+                "{} feedback connection(s) close loops (one period of delay each)",
+                c.feedback.len()
+            );
+        }
+        let t0 = Instant::now();
+        while switch::generation(h.switch.load(Ordering::Acquire)) == before
+            && self.engine.running.load(Ordering::Acquire)
+            && t0.elapsed() < Duration::from_secs(2)
+        {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+
+    /// The driver's device latencies in frames: capture one period; playback
+    /// one period, plus one in async mode (the extra period of buffering).
+    pub(super) fn device_latency(&self) -> (u32, u32) {
+        let p = self.view.header().buffer_frames.load(Ordering::Relaxed);
+        let play = if self.cfg.server.sync { p } else { 2 * p };
+        (p, play)
+    }
+}

@@ -1,0 +1,91 @@
+//! The choice of scheduling mode: from the options and what the system
+//! permits, with the fallbacks (deadline to fifo to other) said once.
+//!
+//! Threads: the thread calling `Server::start`, once.
+
+use crate::config::Config;
+use resound_engine::Mode;
+use resound_shm::time::frames_to_ns;
+use tracing::warn;
+
+/// Decides the scheduling mode from the options and what the system permits.
+/// Falls back (and says so once) from deadline to fifo to other.
+pub(super) fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) {
+    use crate::config::SchedChoice;
+    let a = &cfg.server;
+    let system = resound_sched::Ledger::from_system();
+    let ledger = resound_sched::Ledger::with_capacity(
+        a.max_bandwidth
+            .map_or(system.capacity(), |m| m.min(system.capacity())),
+    );
+    let prio = a.priority;
+    let fifo = || {
+        if resound_sched::fifo_permitted() {
+            (Mode::Fifo(prio), format!("fifo {prio}"))
+        } else {
+            warn!("SCHED_FIFO is not permitted here either (no CAP_SYS_NICE / RLIMIT_RTPRIO); running SCHED_OTHER");
+            (Mode::Other, "other (real-time not permitted)".to_string())
+        }
+    };
+    let (mode, desc) = match (a.wants_realtime(), a.sched) {
+        (false, _) => (Mode::Other, "other".to_string()),
+        (true, SchedChoice::Other) => (Mode::Other, "other".to_string()),
+        (true, SchedChoice::Fifo) => fifo(),
+        (true, SchedChoice::Deadline) if !resound_sched::deadline_permitted() => {
+            warn!("SCHED_DEADLINE is not permitted here (needs CAP_SYS_NICE); falling back to SCHED_FIFO");
+            fifo()
+        }
+        (true, SchedChoice::Deadline) => deadline_mode(cfg, ledger.capacity()),
+    };
+    (mode, desc, ledger)
+}
+
+/// Deadline mode: the controller's settings from the options.
+fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
+    let a = &cfg.server;
+    let period_ns = frames_to_ns(cfg.period() as u64, cfg.rate());
+    let c = resound_sched::ControllerConfig {
+        audio_period_ns: period_ns,
+        multiplier: a.period_multiplier,
+        overprovision_pct: a.overprovision,
+        fixed_pct: a.fixed_budget,
+        window: a.window as usize,
+        percentile: a.percentile,
+        reclaim: a.reclaim(),
+        ..Default::default()
+    };
+    let desc = deadline_description(a, ledger_capacity);
+    (
+        Mode::Deadline {
+            cfg: c,
+            fallback_priority: a.priority,
+        },
+        desc,
+    )
+}
+
+/// How deadline mode shows in status and logs: budget rule, reclaiming,
+/// period multiplier, deadline rule, ledger capacity.
+fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> String {
+    format!(
+        "deadline ({}{}, period x{}, {} deadlines, ledger {:.2} CPU)",
+        match a.fixed_budget {
+            Some(p) => format!("fixed budget {p}%"),
+            None => format!(
+                "feedback: p{} of {} cycles +{}%",
+                a.percentile, a.window, a.overprovision
+            ),
+        },
+        if a.reclaim() {
+            ", reclaim"
+        } else {
+            ", no reclaim"
+        },
+        a.period_multiplier,
+        match a.deadlines {
+            crate::config::DeadlineChoice::Period => "period",
+            crate::config::DeadlineChoice::CriticalPath => "critical-path",
+        },
+        ledger_capacity
+    )
+}

@@ -1,0 +1,176 @@
+//! Sessions: the listener accepting connections, and per connection a
+//! reader thread (handshake, then requests handled inline) and a writer
+//! thread (replies and notifications from a bounded queue); when a session
+//! ends, its client leaves the graph.
+//!
+//! Threads: the listener thread; per session its reader thread (which takes
+//! the state lock per request) and its writer thread (which never takes it).
+
+use super::handshake::{read_hello, Opening};
+use super::Server;
+use resound_engine::Command;
+use resound_protocol::wire::{self, Envelope, FrameError, Reply, Request, ServerMsg};
+use resound_shm::limits;
+use resound_shm::sync::Ordering;
+use resound_shm::{self as shm};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::Arc;
+use tracing::{debug, info, warn};
+
+impl Server {
+    /// The listener thread: one session thread per connection.
+    pub(super) fn listen(self: Arc<Self>, listener: UnixListener) {
+        for conn in listener.incoming() {
+            if self.stopping.load(Ordering::Acquire) {
+                break;
+            }
+            match conn {
+                Ok(stream) => {
+                    let s = self.clone();
+                    let _ = std::thread::Builder::new()
+                        .name("resound-session".into())
+                        .spawn(move || s.session(stream));
+                }
+                Err(e) => warn!("accept failed: {e}"),
+            }
+        }
+    }
+
+    /// A session's reader thread, from handshake to close.
+    fn session(self: Arc<Self>, stream: UnixStream) {
+        let pid = rustix::net::sockopt::socket_peercred(&stream)
+            .map(|c| c.pid.as_raw_nonzero().get() as u32)
+            .unwrap_or(0);
+        let id = self.next_session.fetch_add(1, Ordering::Relaxed);
+        let Ok(mut rd) = stream.try_clone() else {
+            return;
+        };
+        let Some(hello) = read_hello(&stream, &mut rd, pid) else {
+            return;
+        };
+        let (tx, rx) = sync_channel::<ServerMsg>(limits::NOTIFY_QUEUE);
+        let opening = Opening {
+            id,
+            pid,
+            stream: &stream,
+            tx: &tx,
+        };
+        let Some(slot) = self.welcome(&opening, hello.kind) else {
+            return;
+        };
+        let writer = spawn_writer(&stream, rx);
+        self.serve(id, slot, pid, &mut rd, &tx);
+        self.end_session(id);
+        drop(tx);
+        if let Ok(w) = writer {
+            let _ = w.join();
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+    }
+
+    /// Reads and answers requests until the peer closes or misbehaves.
+    fn serve(
+        &self,
+        id: u64,
+        slot: Option<u32>,
+        pid: u32,
+        rd: &mut UnixStream,
+        tx: &SyncSender<ServerMsg>,
+    ) {
+        loop {
+            let payload = match wire::read_frame(rd, limits::MAX_REQUEST_BYTES) {
+                Ok(p) => p,
+                Err(FrameError::Closed) => break,
+                Err(e @ FrameError::TooLong(..)) => {
+                    warn!("{}: {e}; dropping the connection", self.who(slot, pid));
+                    break;
+                }
+                Err(FrameError::Io(e)) => {
+                    debug!("{}: {e}", self.who(slot, pid));
+                    break;
+                }
+            };
+            let (seq, reply, close) = match wire::decode::<Envelope>(&payload) {
+                Ok(env) => {
+                    let close = env.req == Request::Close;
+                    let r = if close {
+                        Reply::Ok
+                    } else {
+                        self.handle(id, slot, env.req)
+                    };
+                    (env.seq, r, close)
+                }
+                Err(e) => {
+                    warn!("{}: {e}", self.who(slot, pid));
+                    (u32::MAX, Reply::Err(e), false)
+                }
+            };
+            if tx.try_send(ServerMsg::Reply { seq, reply }).is_err() {
+                break;
+            }
+            if close {
+                break;
+            }
+        }
+    }
+
+    /// A session for logs: its client's name and pid, or "control session".
+    fn who(&self, slot: Option<u32>, pid: u32) -> String {
+        match slot.and_then(|s| self.lock().graph.client(s).map(|c| c.name.clone())) {
+            Some(n) => format!("client {n:?} (pid {pid})"),
+            None => format!("control session (pid {pid})"),
+        }
+    }
+
+    /// Removes a session; a client's leaves the graph with its ports,
+    /// connections and properties, and everyone is told.
+    fn end_session(&self, id: u64) {
+        let mut st = self.lock();
+        let Some(sess) = st.sessions.remove(&id) else {
+            return;
+        };
+        let Some(slot) = sess.slot else { return };
+        let name = st
+            .graph
+            .client(slot)
+            .map(|c| c.name.clone())
+            .unwrap_or_default();
+        let gone_uuids = self.uuids_of_client(&st, slot);
+        if let Ok((conns, ports)) = st.graph.remove_client(slot) {
+            self.forget_client(&mut st, slot, &gone_uuids);
+            self.publish(&mut st);
+            self.command(Command::Detach { slot });
+            if let Some(r) = self.view.record(slot) {
+                r.status
+                    .store(shm::NodeStatus::Idle as u32, Ordering::Relaxed);
+            }
+            st.condemned.retain(|&s| s != slot);
+            info!(
+                "client {name:?} closed ({} port(s), {} connection(s) removed)",
+                ports.len(),
+                conns.len()
+            );
+            Self::tell_client_left(&mut st, name, conns, ports);
+            Self::graph_order(&mut st);
+        }
+    }
+}
+
+/// The session's writer thread: sends queued messages until the queue
+/// closes or the socket fails.
+fn spawn_writer(
+    stream: &UnixStream,
+    rx: Receiver<ServerMsg>,
+) -> std::io::Result<std::thread::JoinHandle<()>> {
+    let mut wr = stream.try_clone().expect("clone socket");
+    std::thread::Builder::new()
+        .name("resound-session-w".into())
+        .spawn(move || {
+            for m in rx {
+                if wire::write_frame(&mut wr, &m).is_err() {
+                    break;
+                }
+            }
+        })
+}

@@ -1,0 +1,151 @@
+//! The `Status` reply (server timing, clients with their last cycle's
+//! timestamps, scheduling and reservations) and the `ListPorts` reply.
+//!
+//! Threads: session threads, under the state lock.
+
+use super::{Server, State};
+use resound_engine::kind;
+use resound_graph::{port_type_name, ClientState, Graph, DRIVER};
+use resound_protocol::wire::{ClientStatus, PortInfo, ReservationStatus, Status};
+use resound_shm::sync::Ordering;
+use std::sync::atomic::AtomicU64;
+
+impl Server {
+    /// Every port with its connections and latency (the `ListPorts` reply).
+    pub(super) fn list_ports(g: &Graph) -> Vec<PortInfo> {
+        g.ports()
+            .map(|(slot, p)| PortInfo {
+                id: slot,
+                name: g.port_name(slot).unwrap_or_default(),
+                port_type: port_type_name(p.ptype).to_string(),
+                flags: p.flags,
+                aliases: p.aliases.clone(),
+                connections: g
+                    .connections_of(slot)
+                    .into_iter()
+                    .filter_map(|q| g.port_name(q))
+                    .collect(),
+                latency: if p.is_input() {
+                    (p.latency[2], p.latency[3])
+                } else {
+                    (p.latency[0], p.latency[1])
+                },
+            })
+            .collect()
+    }
+
+    /// The `Status` reply: timing, clients, scheduling, reservations.
+    pub(super) fn status(&self, st: &State) -> Status {
+        let h = self.view.header();
+        let t = self.view.timer();
+        let (cycle, start) = (t.cycle, t.start_ns);
+        let period = h.period_ns.load(Ordering::Relaxed).max(1);
+        let table = self.view.table(self.view.current_index());
+        let clients = self.client_statuses(st, cycle, start, period);
+        Status {
+            server: self.name.clone(),
+            driver: self.cfg.driver_name().to_string(),
+            sample_rate: h.sample_rate.load(Ordering::Relaxed),
+            buffer_frames: h.buffer_frames.load(Ordering::Relaxed),
+            mode: if self.cfg.server.sync {
+                "sync"
+            } else {
+                "async"
+            }
+            .into(),
+            cycles: cycle,
+            xruns: h.xruns.load(Ordering::Relaxed),
+            graph_version: table.version(),
+            driver_sched: self.driver_sched_now(),
+            driver_cpu_ns: self.view.record(0).map_or(0, |r| r.last_cpu().1),
+            clients,
+            sched: self.sched_desc.clone(),
+            ledger_used: self.engine.ledger_ppm.load(Ordering::Relaxed) as f64 / 1e6,
+            ledger_capacity: if self.deadline_mode {
+                self.ledger_capacity
+            } else {
+                0.0
+            },
+            reservations: self.reservations(st),
+        }
+    }
+
+    /// Every client (driver excluded) with its last cycle's timestamps made
+    /// relative to that cycle's start (`cycle` began at `start`).
+    fn client_statuses(
+        &self,
+        st: &State,
+        cycle: u64,
+        start: u64,
+        period: u64,
+    ) -> Vec<ClientStatus> {
+        let rel = |t: u64, c: u64| -> u64 {
+            // Cycle starts are absolute deadlines, so cycle c began (cycle - c) periods before the current one.
+            let base = start.saturating_sub(cycle.saturating_sub(c).saturating_mul(period));
+            t.saturating_sub(base)
+        };
+        st.graph
+            .clients()
+            .filter(|(s, _)| *s != DRIVER)
+            .map(|(slot, c)| {
+                let r = self.view.record(slot).expect("slot in range");
+                let last = r.finished_cycle.load(Ordering::Acquire);
+                ClientStatus {
+                    uuid: c.uuid,
+                    internal: self.internals.contains(c.uuid),
+                    name: c.name.clone(),
+                    pid: c.pid,
+                    slot,
+                    active: c.state == ClientState::Active,
+                    ports: st.graph.ports().filter(|(_, p)| p.owner == slot).count() as u32,
+                    xruns: st.xruns[slot as usize],
+                    last_cycle: last,
+                    signal_ns: rel(r.signal_ns.load(Ordering::Relaxed), last),
+                    awake_ns: rel(r.awake_ns.load(Ordering::Relaxed), last),
+                    finish_ns: rel(r.finish_ns.load(Ordering::Relaxed), last),
+                    cpu_ns: r.last_cpu().1,
+                }
+            })
+            .collect()
+    }
+
+    /// Every live reservation (driver and clients), as status shows them.
+    fn reservations(&self, st: &State) -> Vec<ReservationStatus> {
+        let mut v = Vec::new();
+        for (slot, r) in self.engine.res.iter().enumerate() {
+            let k = r.kind.load(Ordering::Relaxed);
+            if k == kind::NONE {
+                continue;
+            }
+            let name = if slot == 0 {
+                "driver".to_string()
+            } else {
+                match st.graph.client(slot as u32) {
+                    Some(c) => c.name.clone(),
+                    None => continue,
+                }
+            };
+            let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+            v.push(ReservationStatus {
+                name,
+                slot: slot as u32,
+                tid: r.tid.load(Ordering::Relaxed),
+                policy: match k {
+                    kind::DEADLINE => "SCHED_DEADLINE",
+                    kind::FIFO => "SCHED_FIFO",
+                    _ => "SCHED_OTHER",
+                }
+                .into(),
+                period_ns: ld(&r.period_ns),
+                budget_ns: ld(&r.budget_ns),
+                deadline_ns: ld(&r.deadline_ns),
+                predicted_ns: ld(&r.predicted_ns),
+                used_ns: ld(&r.used_ns),
+                throttles: ld(&r.throttles),
+                xruns: ld(&r.xruns),
+                updates: ld(&r.updates),
+            });
+        }
+        v
+    }
+}
