@@ -7,10 +7,9 @@
 use crate::cli::{format_lsp, format_status};
 use clap::Args;
 use resound_client::ControlSession;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use resound_lab::harness::{Bins, Child, Server, ServerSpec};
+use resound_shm::time::frames_to_ns;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Options of `resound demo`.
@@ -35,72 +34,6 @@ pub struct DemoArgs {
     /// default: resound-demo-profile in the temporary directory).
     #[arg(long, value_name = "DIR")]
     pub profile_out: Option<PathBuf>,
-}
-
-/// Finds a sibling binary of the running executable.
-pub fn sibling(bin: &str) -> Result<PathBuf, String> {
-    let me = std::env::current_exe().map_err(|e| e.to_string())?;
-    let dir = me.parent().ok_or("executable has no directory")?;
-    for d in [dir.to_path_buf(), dir.join("..")] {
-        let p = d.join(bin);
-        if p.exists() {
-            return Ok(p);
-        }
-    }
-    Err(format!(
-        "cannot find {bin} next to {}; build the workspace first (cargo build --release)",
-        me.display()
-    ))
-}
-
-struct Proc {
-    name: String,
-    child: Child,
-    last: Arc<Mutex<Option<serde_json::Value>>>,
-}
-
-impl Proc {
-    fn spawn(tool: &Path, server: &str, name: &str, args: &[&str]) -> Result<Proc, String> {
-        let mut child = Command::new(tool)
-            .args(["-s", server, "-n", name])
-            .args(args)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("cannot start {name}: {e}"))?;
-        let out = child.stdout.take().expect("piped");
-        let last = Arc::new(Mutex::new(None));
-        let (l, ready_tx) = (last.clone(), std::sync::mpsc::channel());
-        let tx = ready_tx.0;
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
-                    if v["event"] == "ready" {
-                        let _ = tx.send(());
-                    }
-                    *l.lock().unwrap() = Some(v);
-                }
-            }
-        });
-        ready_tx
-            .1
-            .recv_timeout(Duration::from_secs(10))
-            .map_err(|_| format!("client {name} did not become ready"))?;
-        Ok(Proc {
-            name: name.into(),
-            child,
-            last,
-        })
-    }
-
-    fn stop(mut self) -> Option<serde_json::Value> {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
-        let _ = self.child.wait();
-        std::thread::sleep(Duration::from_millis(20));
-        let v = self.last.lock().unwrap().clone();
-        v
-    }
 }
 
 /// Writes the run's timing profile and prints the main lines of its summary.
@@ -135,11 +68,35 @@ fn profile_report(a: &DemoArgs, seconds: f64) -> Result<(), String> {
     Ok(())
 }
 
+/// Starts the demo's `resoundd` on the dummy driver under the name
+/// `a.name` in the user's runtime directory (so `resound -s NAME status`
+/// works during the demo) and waits until it accepts control sessions.
+fn start_server(a: &DemoArgs) -> Result<(Server, ControlSession), String> {
+    let mut args = Vec::new();
+    if a.sync {
+        args.push("-S".to_string());
+    }
+    for s in ["-d", "dummy", "-r", &a.rate.to_string(), "-p", &a.period.to_string()] {
+        args.push(s.to_string());
+    }
+    let mut spec = ServerSpec::new(Bins::beside_current_exe()?, "demo", &[]);
+    spec.public_name = Some(a.name.clone());
+    spec.args = args;
+    let mut server = Server::spawn(spec)?;
+    let ctl = server.wait_ready(&mut || Ok(()))?;
+    Ok((server, ctl))
+}
+
+/// Stops a client and returns the last line it printed (its final report).
+fn stop_client(p: &mut Child) -> Option<serde_json::Value> {
+    let _ = p.stop(Duration::from_secs(10));
+    p.lines().wait_closed(Duration::from_secs(1));
+    p.lines().last()
+}
+
 /// Runs the demo.
 pub fn run(a: DemoArgs) -> Result<(), String> {
-    let resoundd = sibling("resoundd")?;
-    let tool = sibling("resound-tool")?;
-    let period_ms = a.period as f64 * 1000.0 / a.rate as f64;
+    let period_ms = frames_to_ns(a.period.into(), a.rate) as f64 / 1e6;
     println!(
         "== resound demo: server {:?}, dummy driver, {} Hz, {} frames ({period_ms:.2} ms), {} mode",
         a.name,
@@ -147,38 +104,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         a.period,
         if a.sync { "sync" } else { "async" }
     );
-    let mut cmd = Command::new(&resoundd);
-    cmd.args(["-n", &a.name]);
-    if a.sync {
-        cmd.arg("-S");
-    }
-    cmd.args([
-        "-d",
-        "dummy",
-        "-r",
-        &a.rate.to_string(),
-        "-p",
-        &a.period.to_string(),
-    ]);
-    let mut server = cmd
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("cannot start resoundd: {e}"))?;
-    let sock = resound_protocol::paths::socket_path(&a.name);
-    let t0 = Instant::now();
-    let ctl = loop {
-        if let Ok(c) = ControlSession::connect(Some(&a.name), None) {
-            break c;
-        }
-        if let Ok(Some(st)) = server.try_wait() {
-            return Err(format!("resoundd exited early ({st})"));
-        }
-        if t0.elapsed() > Duration::from_secs(10) {
-            let _ = server.kill();
-            return Err(format!("resoundd did not open {} in 10 s", sock.display()));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let (mut server, ctl) = start_server(&a)?;
     let result = (|| -> Result<(), String> {
         println!("== starting clients (each a separate process)");
         let clients = [
@@ -193,7 +119,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         ];
         let mut procs = Vec::new();
         for (name, args) in &clients {
-            procs.push(Proc::spawn(&tool, &a.name, name, args)?);
+            procs.push(server.tool(name, args, &mut || Ok(()))?.0);
             println!("   started {name:<12} ({})", args[0]);
         }
         let wiring = [
@@ -248,9 +174,9 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         profile_report(&a, wall)?;
         println!("== stopping clients");
         let mut reports = Vec::new();
-        for p in procs {
-            let name = p.name.clone();
-            reports.push((name, p.stop()));
+        for mut p in procs {
+            let name = p.what().to_string();
+            reports.push((name, stop_client(&mut p)));
         }
         for (name, r) in &reports {
             if let Some(r) = r {
@@ -291,9 +217,7 @@ pub fn run(a: DemoArgs) -> Result<(), String> {
         Ok(())
     })();
     drop(ctl);
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(server.id() as i32, libc::SIGTERM) };
-    let st = server.wait().map_err(|e| e.to_string())?;
+    let st = server.stop()?;
     println!("== server stopped ({st})");
     result
 }

@@ -86,7 +86,7 @@ enum Cmd {
     /// Serve a live view of the running graph's timing on localhost.
     Monitor(crate::monitor::MonitorArgs),
     /// Run the seeds' reservation experiment (10 load clients + a competing periodic real-time task) under each policy.
-    Experiment(crate::experiment::ExperimentArgs),
+    Experiment(resound_lab::experiment::ExperimentArgs),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
     /// Run a JACK program on resound: CMD starts with resound's libjack.so.0
@@ -103,7 +103,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let cli = Cli::parse_from(argv);
     let r = match cli.cmd {
         Cmd::Demo(a) => crate::demo::run(a),
-        Cmd::Experiment(a) => crate::experiment::run(a),
+        Cmd::Experiment(a) => resound_lab::experiment::run(a),
         Cmd::Reserve(a) => reserve(a),
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
         Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),
