@@ -85,7 +85,9 @@ enum Cmd {
     Profile(crate::profile::ProfileArgs),
     /// Serve a live view of the running graph's timing on localhost.
     Monitor(crate::monitor::MonitorArgs),
-    /// Run the seeds' reservation experiment (10 load clients + a competing periodic real-time task) under each policy.
+    /// Compare scheduling policies: for each, start a server with a chain of load
+    /// clients next to a competing periodic real-time task, and tabulate xruns,
+    /// end-of-chain times, the task's deadline misses and the reserved bandwidth.
     Experiment(resound_lab::experiment::ExperimentArgs),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
