@@ -76,7 +76,14 @@ fn start_server(a: &DemoArgs) -> Result<(Server, ControlSession), String> {
     if a.sync {
         args.push("-S".to_string());
     }
-    for s in ["-d", "dummy", "-r", &a.rate.to_string(), "-p", &a.period.to_string()] {
+    for s in [
+        "-d",
+        "dummy",
+        "-r",
+        &a.rate.to_string(),
+        "-p",
+        &a.period.to_string(),
+    ] {
         args.push(s.to_string());
     }
     let mut spec = ServerSpec::new(Bins::beside_current_exe()?, "demo", &[]);

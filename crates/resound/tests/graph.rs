@@ -243,11 +243,7 @@ fn kill_9_of_a_client_leaves_the_server_and_the_others_running() {
     // The others keep running: reconnect around the hole and get exact audio again.
     ctl.connect_ports("gen:out", "p2:in").unwrap();
     let before = srv.status().cycles;
-    let ok_before = check
-        .lines()
-        .last()
-        .map(|v| n(v, "ok"))
-        .unwrap_or(0);
+    let ok_before = check.lines().last().map(|v| n(v, "ok")).unwrap_or(0);
     std::thread::sleep(Duration::from_millis(800));
     assert!(srv.status().cycles > before + 50, "the cycle keeps running");
     let r = check.stop();

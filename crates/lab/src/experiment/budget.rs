@@ -4,7 +4,6 @@
 
 use resound_protocol::wire::Status;
 
-
 /// The budget each of `slots` (index into it, budget ns) holds per audio
 /// period of `audio_period_ns` under a SCHED_DEADLINE reservation; threads
 /// without one (policies other and fifo, refused reservations) are left out.

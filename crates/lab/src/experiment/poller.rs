@@ -17,7 +17,6 @@ const POLLER_PRIO: i32 = 60;
 /// counting the cycle as lost.
 const GIVE_UP_CYCLES: u64 = 3;
 
-
 /// What the poller measured.
 #[derive(Debug, Default)]
 pub(super) struct ChainLog {

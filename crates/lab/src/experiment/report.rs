@@ -4,7 +4,6 @@
 
 use serde_json::json;
 
-
 /// Nearest-rank percentile `p` (0..=100) of sorted samples; None when empty.
 pub fn percentile(sorted: &[u64], p: f64) -> Option<u64> {
     let n = sorted.len() as u64;

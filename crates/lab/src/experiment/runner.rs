@@ -100,7 +100,14 @@ fn start_server(
     }
     let mut args = vec!["-S".to_string()];
     args.extend(flags.iter().cloned());
-    for s in ["-d", "dummy", "-r", &a.rate.to_string(), "-p", &a.period.to_string()] {
+    for s in [
+        "-d",
+        "dummy",
+        "-r",
+        &a.rate.to_string(),
+        "-p",
+        &a.period.to_string(),
+    ] {
         args.push(s.to_string());
     }
     progress(&format!(
@@ -203,7 +210,9 @@ fn start_rtapp(a: &ExperimentArgs, server: &Server, intr: &AtomicBool) -> Res<Op
             &a.warmup.to_string(),
         ],
     )?;
-    p.wait_event("ready", Duration::from_secs(10), &mut || check_interrupt(intr))?;
+    p.wait_event("ready", Duration::from_secs(10), &mut || {
+        check_interrupt(intr)
+    })?;
     Ok(Some(p))
 }
 

@@ -99,7 +99,6 @@ pub struct ExperimentArgs {
     pub server_args: Option<String>,
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

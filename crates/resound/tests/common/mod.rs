@@ -11,7 +11,6 @@ use serde_json::Value;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
-
 pub const RESOUNDD: &str = env!("CARGO_BIN_EXE_resoundd");
 pub const TOOL: &str = env!("CARGO_BIN_EXE_resound-tool");
 pub const RESOUND: &str = env!("CARGO_BIN_EXE_resound");
