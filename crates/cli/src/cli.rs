@@ -5,6 +5,7 @@ use clap::{Parser, Subcommand};
 use resound_client::ControlSession;
 use resound_protocol::wire::{PortInfo, Status};
 use resound_shm::port_flags;
+use resound_shm::time::frames_to_ns;
 
 #[derive(Debug, Parser)]
 #[command(name = "resound", version, about = "Control a running resound server")]
@@ -336,7 +337,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
             println!(
                 "buffer size = {} frames ({:.1} ms)",
                 st.buffer_frames,
-                st.buffer_frames as f64 * 1000.0 / st.sample_rate.max(1) as f64
+                frames_to_ns(st.buffer_frames.into(), st.sample_rate) as f64 / 1e6
             );
         }
         Cmd::Load {
@@ -383,7 +384,7 @@ fn us(ns: u64) -> String {
 
 /// Human-readable status.
 pub fn format_status(st: &Status) -> String {
-    let period_us = st.buffer_frames as f64 * 1e6 / st.sample_rate.max(1) as f64;
+    let period_us = frames_to_ns(st.buffer_frames.into(), st.sample_rate) as f64 / 1e3;
     let mut o = String::new();
     o += &format!("server        {}\n", st.server);
     o += &format!("driver        {} ({})\n", st.driver, st.driver_sched);

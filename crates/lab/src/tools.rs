@@ -8,6 +8,7 @@
 
 use clap::{Parser, Subcommand};
 use resound_client::{Client, Control, OpenOptions, PortFlags, PortKind, ProcessScope};
+use resound_shm::time::frames_to_ns;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -312,7 +313,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 Cmd::Load { busy } => (1.0, None, busy),
                 _ => (1.0, None, 0.0),
             };
-            let period_ns = client.buffer_size() as f64 * 1e9 / rate as f64;
+            let period_ns = frames_to_ns(client.buffer_size().into(), client.sample_rate()) as f64;
             let busy_ns = (period_ns * busy / 100.0) as u64;
             let mut z = 0.0f32;
             activate(&client, move |ps: &mut ProcessScope| {

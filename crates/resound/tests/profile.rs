@@ -199,8 +199,8 @@ fn a_full_ring_overwrites_the_oldest_and_says_so() {
 }
 
 /// `resound load profiler -c -p -e`: the in-process client's ports carry, in
-/// cycle c, the measures of cycle c-1 as fractions of the period (seed
-/// 003), consistent with the records; ports follow clients coming and going;
+/// cycle c, the measures of cycle c-1 as fractions of the period (as in
+/// "Timing measurements in JACK2"), consistent with the records; ports follow clients coming and going;
 /// `resound unload` removes it; unknown built-ins and non-internal clients
 /// are refused with clear errors.
 #[test]
