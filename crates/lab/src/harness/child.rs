@@ -276,3 +276,60 @@ fn pin_to_cpu(cmd: &mut Command, cpu: usize) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    #[test]
+    fn collects_json_lines_and_the_final_report() {
+        let script = r#"echo '{"event":"ready","name":"x"}'; echo 'not json'; trap 'echo "{\"event\":\"final\",\"n\":3}"; exit 0' TERM; while :; do sleep 0.05; done"#;
+        let mut c = Child::spawn(sh(script), "sh", &ChildOptions::default()).unwrap();
+        let ready = c
+            .wait_event("ready", Duration::from_secs(10), &mut || Ok(()))
+            .unwrap();
+        assert_eq!(ready["name"], "x");
+        let fin = c.stop_and_report("final", Duration::from_secs(10)).unwrap();
+        assert_eq!(fin["n"], 3);
+        assert_eq!(
+            c.lines().all().len(),
+            2,
+            "the line that is not JSON is dropped"
+        );
+    }
+
+    #[test]
+    fn an_exit_before_the_line_is_an_error_with_the_stderr_tail() {
+        let opts = ChildOptions {
+            stderr: StderrMode::Keep {
+                keep: 10,
+                echo: None,
+            },
+            ..ChildOptions::default()
+        };
+        let mut c = Child::spawn(sh("echo broken >&2; exit 3"), "sh", &opts).unwrap();
+        let e = c
+            .wait_event("ready", Duration::from_secs(10), &mut || Ok(()))
+            .unwrap_err();
+        assert!(e.contains("exited") && e.contains("broken"), "{e}");
+        assert_eq!(c.exited().and_then(|s| s.code()), Some(3));
+    }
+
+    #[test]
+    fn keep_going_stops_the_wait() {
+        let mut c = Child::spawn(sh("sleep 30"), "sh", &ChildOptions::default()).unwrap();
+        let e = c
+            .wait_event("ready", Duration::from_secs(10), &mut || {
+                Err("interrupted".into())
+            })
+            .unwrap_err();
+        assert_eq!(e, "interrupted");
+        // The drop guard stops it.
+    }
+}
