@@ -21,13 +21,14 @@ pub struct DemoArgs {
     /// Frames per period.
     #[arg(short = 'p', long, default_value_t = 256)]
     pub period: u32,
-    /// Sample rate.
+    /// Sample rate (Hz).
     #[arg(short = 'r', long, default_value_t = 48000)]
     pub rate: u32,
     /// Run the server in sync mode (default: async, as jackd2).
     #[arg(short = 'S', long)]
     pub sync: bool,
-    /// Server name for the demo.
+    /// Name of the demo's server (while the demo runs, `resound -s NAME status`
+    /// shows it from another terminal).
     #[arg(long, default_value = "resound-demo")]
     pub name: String,
     /// Where to write the run's timing profile (CSV, JSON, plots, index.html;
