@@ -53,60 +53,102 @@ use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// Runs the experiment.
-pub fn run(a: ExperimentArgs) -> Result<(), String> {
+/// Checks the options that clap cannot check alone.
+fn validate(a: &ExperimentArgs) -> Result<(), String> {
     if a.policies.is_empty() {
         return Err("no policies given".into());
     }
     if !(a.seconds.is_finite() && a.seconds > 0.0 && a.warmup.is_finite() && a.warmup >= 0.0) {
         return Err("--seconds must be > 0 and --warmup >= 0".into());
     }
-    let bins = Bins::beside_current_exe()?;
-    remove_stale_dirs(runner::DIR_TAG);
-    let intr = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, intr.clone()).map_err(|e| e.to_string())?;
-    }
-    let period_us = frames_to_ns(a.period.into(), a.rate) as f64 / 1000.0;
-    if let Some(c) = a.cpu {
-        if c >= libc::CPU_SETSIZE as usize {
-            return Err(format!("--cpu {c} is out of range"));
-        }
-        if a.policies
-            .iter()
-            .any(|p| matches!(p, Policy::Deadline | Policy::DeadlineReclaim))
-        {
-            return Err(
-                "--cpu cannot be combined with the deadline policies: the kernel refuses \
-                SCHED_DEADLINE to threads whose affinity is narrower than their root domain \
-                (use an exclusive cpuset instead)"
-                    .into(),
-            );
-        }
-    }
-    let rt_sched = if a.rt_fifo > 0 {
-        format!("SCHED_FIFO {}", a.rt_fifo)
-    } else {
-        "SCHED_OTHER".into()
+    let Some(c) = a.cpu else {
+        return Ok(());
     };
-    let competing = if a.rt_run_us > 0 {
+    if c >= libc::CPU_SETSIZE as usize {
+        return Err(format!("--cpu {c} is out of range"));
+    }
+    if a.policies
+        .iter()
+        .any(|p| matches!(p, Policy::Deadline | Policy::DeadlineReclaim))
+    {
+        return Err(
+            "--cpu cannot be combined with the deadline policies: the kernel refuses \
+            SCHED_DEADLINE to threads whose affinity is narrower than their root domain \
+            (use an exclusive cpuset instead)"
+                .into(),
+        );
+    }
+    Ok(())
+}
+
+/// The setup of a run, as the title line and the JSON `config` show it.
+struct Setup {
+    /// Audio period (us).
+    period_us: f64,
+    /// CPUs of the machine.
+    cpus: usize,
+    /// The competing task's scheduling ("SCHED_FIFO 50").
+    rt_sched: String,
+}
+
+impl Setup {
+    fn of(a: &ExperimentArgs) -> Setup {
+        Setup {
+            period_us: frames_to_ns(a.period.into(), a.rate) as f64 / 1000.0,
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
+            rt_sched: if a.rt_fifo > 0 {
+                format!("SCHED_FIFO {}", a.rt_fifo)
+            } else {
+                "SCHED_OTHER".into()
+            },
+        }
+    }
+
+    /// The title line of the report.
+    fn title(&self, a: &ExperimentArgs) -> String {
+        let competing = if a.rt_run_us > 0 {
+            format!(
+                "competing task {}/{} us at {}",
+                a.rt_run_us, a.rt_period_us, self.rt_sched
+            )
+        } else {
+            "no competing task".into()
+        };
+        let placement = match a.cpu {
+            Some(c) => format!("all pinned to CPU {c} of {}", self.cpus),
+            None => format!("{} CPUs", self.cpus),
+        };
         format!(
-            "competing task {}/{} us at {rt_sched}",
-            a.rt_run_us, a.rt_period_us
+            "resound experiment: {} clients x {}% in a chain, {} Hz / {} frames ({:.0} us), {competing}, {} s per policy, {placement}",
+            a.clients, a.busy, a.rate, a.period, self.period_us, a.seconds
         )
-    } else {
-        "no competing task".into()
-    };
-    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let placement = match a.cpu {
-        Some(c) => format!("all pinned to CPU {c} of {cpus}"),
-        None => format!("{cpus} CPUs"),
-    };
-    let title = format!(
-        "resound experiment: {} clients x {}% in a chain, {} Hz / {} frames ({period_us:.0} us), {competing}, {} s per policy, {placement}",
-        a.clients, a.busy, a.rate, a.period, a.seconds
-    );
-    runner::progress(&title);
+    }
+
+    /// Writes the options and the results as JSON to `path`.
+    fn write_json(
+        &self,
+        a: &ExperimentArgs,
+        rows: &[PolicyResult],
+        path: &std::path::Path,
+    ) -> Result<(), String> {
+        let v = json!({
+            "config": {
+                "clients": a.clients, "busy_pct": a.busy, "rate": a.rate, "frames": a.period,
+                "period_us": self.period_us, "seconds": a.seconds, "warmup": a.warmup,
+                "rt_period_us": a.rt_period_us, "rt_run_us": a.rt_run_us, "rt_sched": self.rt_sched,
+                "fifo_priority": a.priority, "server_args": a.server_args,
+                "cpus": self.cpus, "pinned_cpu": a.cpu,
+            },
+            "results": rows.iter().map(PolicyResult::to_json).collect::<Vec<_>>(),
+        });
+        let s = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
+        std::fs::write(path, s + "\n").map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// Runs every policy in turn (stopping early on SIGINT/SIGTERM); a policy
+/// that fails gives a row with its error.
+fn run_policies(a: &ExperimentArgs, bins: &Bins, intr: &AtomicBool) -> Vec<PolicyResult> {
     let mut rows = Vec::new();
     for (i, &p) in a.policies.iter().enumerate() {
         runner::progress(&format!(
@@ -115,7 +157,7 @@ pub fn run(a: ExperimentArgs) -> Result<(), String> {
             a.policies.len(),
             p.name()
         ));
-        let r = runner::run_policy(&a, &bins, p, &intr).unwrap_or_else(|e| PolicyResult {
+        let r = runner::run_policy(a, bins, p, intr).unwrap_or_else(|e| PolicyResult {
             policy: p.name().to_string(),
             error: Some(e),
             ..Default::default()
@@ -128,26 +170,36 @@ pub fn run(a: ExperimentArgs) -> Result<(), String> {
             break;
         }
     }
+    rows
+}
+
+/// The report: title, table, details and the legend.
+fn report_text(title: &str, rows: &[PolicyResult]) -> String {
     let mut out = format!("{title}\n");
-    out += &format_table(&rows);
-    out += &format_details(&rows);
+    out += &format_table(rows);
+    out += &format_details(rows);
     out += "  end = last client's finish - cycle start; lost = cycles the last client never finished;\n";
     out += "  rt misses = competing jobs past their deadline / jobs; budget/used = mean reserved budget per period / mean CPU used per cycle\n";
     out += "  by the reserved threads; (k/n): only k of the graph's n threads held a reservation\n";
-    print!("{out}");
+    out
+}
+
+/// Runs the experiment.
+pub fn run(a: ExperimentArgs) -> Result<(), String> {
+    validate(&a)?;
+    let bins = Bins::beside_current_exe()?;
+    remove_stale_dirs(runner::DIR_TAG);
+    let intr = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, intr.clone()).map_err(|e| e.to_string())?;
+    }
+    let setup = Setup::of(&a);
+    let title = setup.title(&a);
+    runner::progress(&title);
+    let rows = run_policies(&a, &bins, &intr);
+    print!("{}", report_text(&title, &rows));
     if let Some(path) = &a.json {
-        let v = json!({
-            "config": {
-                "clients": a.clients, "busy_pct": a.busy, "rate": a.rate, "frames": a.period,
-                "period_us": period_us, "seconds": a.seconds, "warmup": a.warmup,
-                "rt_period_us": a.rt_period_us, "rt_run_us": a.rt_run_us, "rt_sched": rt_sched,
-                "fifo_priority": a.priority, "server_args": a.server_args,
-                "cpus": cpus, "pinned_cpu": a.cpu,
-            },
-            "results": rows.iter().map(PolicyResult::to_json).collect::<Vec<_>>(),
-        });
-        let s = serde_json::to_string_pretty(&v).map_err(|e| e.to_string())?;
-        std::fs::write(path, s + "\n").map_err(|e| format!("{}: {e}", path.display()))?;
+        setup.write_json(&a, &rows, path)?;
     }
     if intr.load(Ordering::Acquire) {
         return Err("interrupted".into());
