@@ -20,22 +20,21 @@
 //! server is stopped by a drop guard, on error paths too.
 
 use resound_client::prelude::*;
-use resound_client::{Client, Control, ControlSession, OpenOptions, PortFlags, PortKind};
+use resound_client::{Client, Control, PortFlags, PortKind};
+use resound_lab::harness::{Bins, Child, ChildOptions, Server, ServerSpec, StderrMode};
 use resound_shm::sync::futex::{bump_and_wake, wait_changed, Wait};
-use resound_shm::time::{monotonic_ns, sleep_until, thread_cpu_ns};
+use resound_shm::time::{frames_to_ns, monotonic_ns, sleep_until, thread_cpu_ns};
 use resound_shm::ActivationRecord;
-use std::io::{BufRead, BufReader};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const RATE: u32 = 48_000;
 const FRAMES: u32 = 128;
-const PERIOD_NS: u64 = FRAMES as u64 * 1_000_000_000 / RATE as u64;
+const PERIOD_NS: u64 = frames_to_ns(FRAMES as u64, RATE);
 /// `pass` clients in the latency chain.
 const CHAIN: usize = 5;
 /// Hops recorded per cycle: the chain clients and the probe.
@@ -126,44 +125,6 @@ fn row(out: &mut String, label: &str, s: &Option<Stats>) {
         None => format!("{label:<42}{:>10}{:>10}{:>10}  0\n", "-", "-", "-"),
     };
     out.push_str(&line);
-}
-
-// ---------------------------------------------------------------------------
-// Child processes
-
-/// SIGTERM, then SIGKILL after `grace`; reaps the child.
-fn stop_child(child: &mut Child, grace: Duration) {
-    if matches!(child.try_wait(), Ok(Some(_))) {
-        return;
-    }
-    // SAFETY: kill(2) on the pid of our own child that has not been reaped
-    // yet (try_wait above returned None), so the pid cannot have been reused.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    let t0 = Instant::now();
-    while t0.elapsed() < grace {
-        if matches!(child.try_wait(), Ok(Some(_))) {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-}
-
-/// Makes a spawned child receive `sig` when this process (its spawning
-/// thread, which is always the main thread here) dies, so an interrupted
-/// bench leaves nothing running.
-fn die_with_parent(cmd: &mut Command, sig: libc::c_int) {
-    // SAFETY: the closure runs in the forked child before exec and only calls
-    // prctl(2), which is async-signal-safe; it touches no memory but `sig`.
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, sig as libc::c_ulong) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
 }
 
 // ---------------------------------------------------------------------------
@@ -296,18 +257,6 @@ fn child_main(fd: &str) -> i32 {
     }
 }
 
-/// Kills the ping-pong child on drop.
-struct PingChild {
-    child: Child,
-}
-
-impl Drop for PingChild {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 struct RawResult {
     policy: String,
     one_way: Option<Stats>,
@@ -410,7 +359,8 @@ impl PingSamples {
 /// noisy machine affects both sides of the comparison alike.
 struct RawBench {
     shm: Shm,
-    _child: PingChild,
+    /// The ping-pong child process (stopped by its guard).
+    _child: Child,
     child_fifo: bool,
     policy: String,
     tight: PingSamples,
@@ -424,9 +374,7 @@ impl RawBench {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
         let raw = fd.as_raw_fd();
         let mut cmd = Command::new(exe);
-        cmd.env(CHILD_ENV, raw.to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null());
+        cmd.env(CHILD_ENV, raw.to_string());
         // SAFETY: runs in the forked child before exec and only calls fcntl(2),
         // async-signal-safe, on the fd number copied into the closure: it clears
         // FD_CLOEXEC so that this one fd (and no other) survives the exec.
@@ -438,11 +386,11 @@ impl RawBench {
                 Ok(())
             });
         }
-        die_with_parent(&mut cmd, libc::SIGKILL);
-        let child = cmd
-            .spawn()
-            .map_err(|e| format!("re-executing the bench as ping-pong child: {e}"))?;
-        let child = PingChild { child };
+        let opts = ChildOptions {
+            die_with_parent: true,
+            ..ChildOptions::default()
+        };
+        let child = Child::spawn(cmd, "the ping-pong child (this bench re-executed)", &opts)?;
         drop(fd);
         let p = shm.page();
         // The child bumps `pong` once when it is ready.
@@ -536,209 +484,50 @@ fn thread_cpu_clock_cost() -> f64 {
 }
 
 // ---------------------------------------------------------------------------
-// Server and tool processes
+// Server and tool processes (through resound_lab::harness)
 
-fn binaries() -> Res<(PathBuf, PathBuf)> {
-    let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .ok_or("cannot locate the target directory from the bench executable")?;
-    let d = dir.join("resoundd");
-    let t = dir.join("resound-tool");
-    for b in [&d, &t] {
-        if !b.is_file() {
-            return Err(format!(
-                "{} is missing: run `cargo build --release --bins` first",
-                b.display()
-            ));
-        }
-    }
-    Ok((d, t))
-}
-
-static SERVERS: AtomicU32 = AtomicU32::new(0);
-
-/// A `resoundd` in a private socket directory; stopped and cleaned up on drop.
-struct Server {
-    child: Child,
-    dir: PathBuf,
-    name: String,
-    log: Arc<Mutex<Vec<String>>>,
-}
-
-impl Server {
-    fn start_with(bin: &Path, extra: &[&str]) -> Res<Server> {
-        let n = SERVERS.fetch_add(1, Ordering::Relaxed);
-        let pid = std::process::id();
-        let dir = std::env::temp_dir().join(format!("resound-bench-{pid}-{n}"));
-        let _ = std::fs::remove_dir_all(&dir);
-        let name = format!("bench{pid}x{n}");
-        let (r, p) = (RATE.to_string(), FRAMES.to_string());
-        let mut cmd = Command::new(bin);
-        cmd.env("RESOUND_DIR", &dir)
-            .env("RESOUND_LOG", "info")
-            .args(["-n", &name, "-S"])
-            .args(extra)
-            .args(["-d", "dummy", "-r", &r, "-p", &p])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        die_with_parent(&mut cmd, libc::SIGTERM);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
-        let log = Arc::new(Mutex::new(Vec::new()));
-        if let Some(err) = child.stderr.take() {
-            let l = log.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(err).lines().map_while(Result::ok) {
-                    let mut g = l.lock().unwrap_or_else(|e| e.into_inner());
-                    if g.len() >= 200 {
-                        g.remove(0);
-                    }
-                    g.push(line);
-                }
-            });
-        }
-        let srv = Server {
-            child,
-            dir,
-            name,
-            log,
-        };
-        Server::wait_ready(srv, Instant::now())
-    }
-
-    fn wait_ready(mut srv: Server, t0: Instant) -> Res<Server> {
-        loop {
-            if ControlSession::connect(Some(&srv.name), Some(&srv.dir)).is_ok() {
-                return Ok(srv);
-            }
-            if let Ok(Some(st)) = srv.child.try_wait() {
-                return Err(format!("resoundd exited ({st}):\n{}", srv.log_tail()));
-            }
-            if t0.elapsed() > Duration::from_secs(10) {
-                return Err(format!(
-                    "resoundd did not accept connections within 10 s:\n{}",
-                    srv.log_tail()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn log_tail(&self) -> String {
-        let g = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        let from = g.len().saturating_sub(20);
-        g[from..].join("\n")
-    }
-
-    fn open(&self, name: &str) -> Res<Client> {
-        Client::open(
-            name,
-            OpenOptions {
-                server: Some(self.name.clone()),
-                dir: Some(self.dir.clone()),
-                exact_name: true,
-            },
-        )
-        .map_err(|e| format!("open client {name}: {e}"))
-    }
-
-    /// Starts `resound-tool -s SERVER -n NAME pass` (readiness: [`Tool::wait_ready`]).
-    fn pass_tool(&self, bin: &Path, name: &str) -> Res<Tool> {
-        let mut cmd = Command::new(bin);
-        cmd.env("RESOUND_DIR", &self.dir)
-            .args(["-s", &self.name, "-n", name, "pass"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped());
-        die_with_parent(&mut cmd, libc::SIGTERM);
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("spawn {}: {e}", bin.display()))?;
-        let ready = Arc::new(Mutex::new(None));
-        if let Some(out) = child.stdout.take() {
-            let r = ready.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(out).lines().map_while(Result::ok) {
-                    let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) else {
-                        continue;
-                    };
-                    if v["event"] == "ready" {
-                        let name = v["name"].as_str().unwrap_or_default().to_string();
-                        let sched = v["sched"].as_str().unwrap_or_default().to_string();
-                        *r.lock().unwrap_or_else(|e| e.into_inner()) = Some((name, sched));
-                    }
-                }
-            });
-        }
-        Ok(Tool {
-            child,
-            name: name.to_string(),
-            ready,
-        })
+/// How the bench spawns its servers and tools: killed with the bench.
+fn bench_child_options() -> ChildOptions {
+    ChildOptions {
+        die_with_parent: true,
+        ..ChildOptions::default()
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        stop_child(&mut self.child, Duration::from_secs(5));
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A `resound-tool` process; stopped on drop.
-struct Tool {
-    child: Child,
-    name: String,
-    /// (actual client name, process thread scheduling) once it printed "ready".
-    ready: Arc<Mutex<Option<(String, String)>>>,
-}
-
-impl Tool {
-    /// Waits for the "ready" line; returns the process thread's scheduling.
-    fn wait_ready(&mut self) -> Res<String> {
-        let t0 = Instant::now();
-        loop {
-            if let Some((name, sched)) =
-                self.ready.lock().unwrap_or_else(|e| e.into_inner()).clone()
-            {
-                if name != self.name {
-                    return Err(format!("tool {} got the name {name}", self.name));
-                }
-                return Ok(sched);
-            }
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return Err(format!(
-                    "tool {} exited before it was ready: {st}",
-                    self.name
-                ));
-            }
-            if t0.elapsed() > Duration::from_secs(10) {
-                return Err(format!("tool {} not ready within 10 s", self.name));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-}
-
-impl Drop for Tool {
-    fn drop(&mut self) {
-        stop_child(&mut self.child, Duration::from_secs(3));
-    }
+/// A `resoundd -S EXTRA -d dummy` at the bench's rate and period, in a
+/// private socket directory; stopped and cleaned up on drop.
+fn start_server(bins: &Bins, extra: &[&str]) -> Res<Server> {
+    let (r, p) = (RATE.to_string(), FRAMES.to_string());
+    let mut args = vec!["-S"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-d", "dummy", "-r", &r, "-p", &p]);
+    let mut spec = ServerSpec::new(bins.clone(), "bench", &args);
+    spec.env.push(("RESOUND_LOG".into(), "info".into()));
+    spec.child = ChildOptions {
+        stderr: StderrMode::Keep {
+            keep: 200,
+            echo: None,
+        },
+        ..bench_child_options()
+    };
+    spec.tools = bench_child_options();
+    Server::start(spec)
 }
 
 /// Starts `n` pass tools named `{prefix}1..{prefix}n` and waits until all are ready.
 /// Returns them and the scheduling of their process threads.
-fn pass_tools(srv: &Server, bin: &Path, prefix: &str, n: usize) -> Res<(Vec<Tool>, String)> {
+fn pass_tools(srv: &Server, prefix: &str, n: usize) -> Res<(Vec<Child>, String)> {
     let mut tools = Vec::with_capacity(n);
     for i in 1..=n {
-        tools.push(srv.pass_tool(bin, &format!("{prefix}{i}"))?);
+        tools.push(srv.spawn_tool(&format!("{prefix}{i}"), &["pass"])?);
     }
     let mut sched = String::new();
     for t in &mut tools {
-        let s = t.wait_ready()?;
+        let v = t.wait_event("ready", Duration::from_secs(10), &mut || Ok(()))?;
+        if v["name"] != t.what() {
+            return Err(format!("tool {} got the name {}", t.what(), v["name"]));
+        }
+        let s = v["sched"].as_str().unwrap_or_default().to_string();
         if sched.is_empty() || !s.starts_with("SCHED_FIFO") {
             sched = s;
         }
@@ -747,13 +536,13 @@ fn pass_tools(srv: &Server, bin: &Path, prefix: &str, n: usize) -> Res<(Vec<Tool
 }
 
 /// Connects capture_1 -> tools... -> `last` (a full input port name).
-fn chain(c: &Client, tools: &[Tool], last: &str) -> Res<()> {
+fn chain(c: &Client, tools: &[Child], last: &str) -> Res<()> {
     let mut src = "system:capture_1".to_string();
     for t in tools {
-        let dst = format!("{}:in", t.name);
+        let dst = format!("{}:in", t.what());
         c.connect(&src, &dst)
             .map_err(|e| format!("connect {src} -> {dst}: {e}"))?;
-        src = format!("{}:out", t.name);
+        src = format!("{}:out", t.what());
     }
     c.connect(&src, last)
         .map_err(|e| format!("connect {src} -> {last}: {e}"))
@@ -801,14 +590,14 @@ struct HopResult {
     client_sched: String,
 }
 
-fn hop_latency(resoundd: &Path, tool: &Path, extra: &[&str]) -> Res<HopResult> {
+fn hop_latency(bins: &Bins, extra: &[&str]) -> Res<HopResult> {
     progress(&format!(
         "hop latency: starting resoundd {} and a chain of 5 pass clients",
         extra.join(" ")
     ));
-    let srv = Server::start_with(resoundd, extra)?;
-    let (tools, tool_sched) = pass_tools(&srv, tool, "p", CHAIN)?;
-    let probe = srv.open("probe")?;
+    let srv = start_server(bins, extra)?;
+    let (tools, tool_sched) = pass_tools(&srv, "p", CHAIN)?;
+    let probe = srv.open_client("probe")?;
     let inp = probe
         .register_port("in", PortKind::Audio, PortFlags::INPUT)
         .map_err(|e| format!("register probe:in: {e}"))?;
@@ -818,9 +607,9 @@ fn hop_latency(resoundd: &Path, tool: &Path, extra: &[&str]) -> Res<HopResult> {
         slots[i] = snap
             .clients
             .iter()
-            .find(|(_, n, _)| *n == t.name)
+            .find(|(_, n, _)| n == t.what())
             .map(|(s, _, _)| *s)
-            .ok_or_else(|| format!("client {} not in the graph", t.name))?;
+            .ok_or_else(|| format!("client {} not in the graph", t.what()))?;
     }
     slots[CHAIN] = probe.slot();
     let log = Arc::new(HopLog {
@@ -888,7 +677,7 @@ fn hop_latency(resoundd: &Path, tool: &Path, extra: &[&str]) -> Res<HopResult> {
         progress(&format!(
             "hop latency: only {cycles} cycles recorded in {} s (server log:\n{})",
             HOP_MAX.as_secs(),
-            srv.log_tail()
+            srv.log().tail(20)
         ));
     }
     let mut all = Vec::with_capacity(cycles * HOPS);
@@ -964,7 +753,7 @@ struct CpuResult {
     xruns: u64,
 }
 
-fn driver_cpu(resoundd: &Path, tool: &Path, clients: usize, profiling: bool) -> Res<CpuResult> {
+fn driver_cpu(bins: &Bins, clients: usize, profiling: bool) -> Res<CpuResult> {
     progress(&format!(
         "driver CPU: fresh resoundd with {clients} pass client(s), profiling {}",
         if profiling { "on" } else { "off" }
@@ -974,10 +763,10 @@ fn driver_cpu(resoundd: &Path, tool: &Path, clients: usize, profiling: bool) -> 
     } else {
         &["--profile-seconds", "0"]
     };
-    let srv = Server::start_with(resoundd, extra)?;
-    let (tools, _) = pass_tools(&srv, tool, "q", clients)?;
+    let srv = start_server(bins, extra)?;
+    let (tools, _) = pass_tools(&srv, "q", clients)?;
     // Opened, never activated: not part of the graph, but maps the view.
-    let probe = srv.open("cpuprobe")?;
+    let probe = srv.open_client("cpuprobe")?;
     if clients > 0 {
         chain(&probe, &tools, "system:playback_1")?;
     }
@@ -1052,27 +841,27 @@ fn profile_write_cost() -> (Option<Stats>, Option<Stats>) {
 // ---------------------------------------------------------------------------
 
 fn run() -> Res<String> {
-    let (resoundd, tool) = binaries()?;
+    let bins = Bins::beside_current_exe()?;
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
 
     let mut raw = RawBench::start()?;
     raw.run("1st half", RAW_SAMPLES / 2, RAW_PACED_SAMPLES / 2)?;
-    let hop = hop_latency(&resoundd, &tool, &[])?;
+    let hop = hop_latency(&bins, &[])?;
     // The same chain without GRUB reclaiming (the server's default is on).
-    let hop_norec = hop_latency(&resoundd, &tool, &["--no-reclaim"])?;
+    let hop_norec = hop_latency(&bins, &["--no-reclaim"])?;
     raw.run("2nd half", RAW_SAMPLES / 2, RAW_PACED_SAMPLES / 2)?;
     let raw = raw.result();
     let cpu_clock = thread_cpu_clock_cost();
     let mut cpu = Vec::new();
     for n in [0, 1, 10] {
-        cpu.push((n, driver_cpu(&resoundd, &tool, n, true)?));
+        cpu.push((n, driver_cpu(&bins, n, true)?));
     }
     let record = profile_write_cost();
     // Profiling on/off with 10 clients, alternated so drift hits both alike.
     let (mut on, mut off) = (Vec::new(), Vec::new());
     for _ in 0..3 {
-        off.push(driver_cpu(&resoundd, &tool, 10, false)?);
-        on.push(driver_cpu(&resoundd, &tool, 10, true)?);
+        off.push(driver_cpu(&bins, 10, false)?);
+        on.push(driver_cpu(&bins, 10, true)?);
     }
     // Mean of the runs' medians, and their spread (run-to-run noise).
     let median_of = |v: &[CpuResult]| {

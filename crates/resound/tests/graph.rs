@@ -244,13 +244,7 @@ fn kill_9_of_a_client_leaves_the_server_and_the_others_running() {
     // The others keep running: reconnect around the hole and get exact audio again.
     ctl.connect_ports("gen:out", "p2:in").unwrap();
     let before = srv.status().cycles;
-    let ok_before = check
-        .lines
-        .lock()
-        .unwrap()
-        .last()
-        .map(|v| n(v, "ok"))
-        .unwrap_or(0);
+    let ok_before = check.lines().last().map(|v| n(v, "ok")).unwrap_or(0);
     std::thread::sleep(Duration::from_millis(800));
     assert!(srv.status().cycles > before + 50, "the cycle keeps running");
     let r = check.stop();
@@ -313,7 +307,7 @@ fn allocation_in_a_process_callback_is_caught() {
     }
     let mut srv = Srv::start(&["-d", "dummy", "-p", "256"]);
     let mut t = srv.spawn_tool("allocator", &["misbehave", "--mode", "alloc"]);
-    let st = t.child.wait().unwrap();
+    let st = t.wait();
     use std::os::unix::process::ExitStatusExt;
     assert_eq!(
         st.signal(),

@@ -199,8 +199,8 @@ fn a_full_ring_overwrites_the_oldest_and_says_so() {
 }
 
 /// `resound load profiler -c -p -e`: the in-process client's ports carry, in
-/// cycle c, the measures of cycle c-1 as fractions of the period (seed
-/// 003), consistent with the records; ports follow clients coming and going;
+/// cycle c, the measures of cycle c-1 as fractions of the period (as in
+/// "Timing measurements in JACK2"), consistent with the records; ports follow clients coming and going;
 /// `resound unload` removes it; unknown built-ins and non-internal clients
 /// are refused with clear errors.
 #[test]
@@ -212,7 +212,7 @@ fn profiler_client_ports_carry_the_records() {
     let st = srv.status();
     let prof = st.clients.iter().find(|c| c.name == "profiler").unwrap();
     assert!(prof.internal && prof.active, "{prof:?}");
-    let srv_pid = srv.child.id();
+    let srv_pid = srv.pid();
     assert_eq!(prof.pid, srv_pid, "runs inside the server process");
     let ports = String::from_utf8_lossy(&srv.cli(&["lsp"]).stdout).to_string();
     for p in [
@@ -252,7 +252,7 @@ fn profiler_client_ports_carry_the_records() {
     // Read the records straight from the ring, as `resound profile` does.
     let (ctl, seg) =
         resound_client::ControlSession::connect_profile(Some(&srv.name), Some(&srv.dir)).unwrap();
-    let p = resound::profile::read_profile(&ctl, seg.ring(), Some(1.4)).unwrap();
+    let p = resound_cli::profile::read_profile(&ctl, seg.ring(), Some(1.4)).unwrap();
     let busy_uuid = p.clients.iter().find(|c| c.name == "busy").unwrap().uuid;
     let mut checked = 0;
     while let Ok((cycle, v)) = rx.pop() {

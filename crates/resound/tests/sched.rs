@@ -149,7 +149,7 @@ fn process_thread_of_another_process_is_refused() {
         wire::decode::<Welcome>(&p).unwrap(),
         Welcome::Client { .. }
     ));
-    let server_tid = srv.child.id() as i32; // a thread of another process
+    let server_tid = srv.pid() as i32; // a thread of another process
     wire::write_frame(
         &mut &s,
         &Envelope {

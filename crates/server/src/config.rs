@@ -50,16 +50,19 @@ pub struct ServerArgs {
     /// Disable the feedback: every reservation gets PCT % of its period (changes only with the buffer size).
     #[arg(long = "fixed-budget", value_name = "PCT", value_parser = pct_parser)]
     pub fixed_budget: Option<f64>,
-    /// Budget = prediction x (1 + PCT/100) (the thesis's -I).
+    /// Overprovisioning of the feedback budgets: each reservation's budget is
+    /// the predicted CPU time per period plus PCT % of it.
     #[arg(long = "overprovision", value_name = "PCT", default_value_t = 10.0, value_parser = pct_parser)]
     pub overprovision: f64,
-    /// Reservation period = N audio periods, budget scaled alike (the thesis's -D).
+    /// Make each reservation period N audio periods long (the budget is scaled
+    /// alike), so that a thread may use its budget over several cycles.
     #[arg(long = "period-multiplier", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub period_multiplier: u32,
-    /// Percentile of the predictor's window used as the prediction.
+    /// The prediction of a thread's CPU time per period: this percentile of
+    /// its CPU times over the last --window cycles.
     #[arg(long = "percentile", value_name = "P", default_value_t = 99.0, value_parser = pct_parser)]
     pub percentile: f64,
-    /// Predictor window, in cycles.
+    /// How many recent cycles the CPU-time prediction looks at.
     #[arg(long = "window", value_name = "CYCLES", default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..=10000))]
     pub window: u64,
     /// Total bandwidth (in CPUs, e.g. 0.8) the server may reserve for the graph

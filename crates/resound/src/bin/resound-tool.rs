@@ -6,5 +6,5 @@
 static A: assert_no_alloc::AllocDisabler = assert_no_alloc::AllocDisabler;
 
 fn main() {
-    std::process::exit(resound::tools::main(std::env::args().collect()));
+    std::process::exit(resound_lab::tools::main(std::env::args().collect()));
 }

@@ -6,6 +6,7 @@ use resound_client::prelude::*;
 use resound_client::ControlSession;
 use resound_protocol::wire::{PortInfo, Status};
 use resound_shm::port_flags;
+use resound_shm::time::frames_to_ns;
 
 #[derive(Debug, Parser)]
 #[command(name = "resound", version, about = "Control a running resound server")]
@@ -86,8 +87,10 @@ enum Cmd {
     Profile(crate::profile::ProfileArgs),
     /// Serve a live view of the running graph's timing on localhost.
     Monitor(crate::monitor::MonitorArgs),
-    /// Run the seeds' reservation experiment (10 load clients + a competing periodic real-time task) under each policy.
-    Experiment(crate::experiment::ExperimentArgs),
+    /// Compare scheduling policies: for each, start a server with a chain of load
+    /// clients next to a competing periodic real-time task, and tabulate xruns,
+    /// end-of-chain times, the task's deadline misses and the reserved bandwidth.
+    Experiment(resound_lab::experiment::ExperimentArgs),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
     /// Run a JACK program on resound: CMD starts with resound's libjack.so.0
@@ -104,7 +107,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let cli = Cli::parse_from(argv);
     let r = match cli.cmd {
         Cmd::Demo(a) => crate::demo::run(a),
-        Cmd::Experiment(a) => crate::experiment::run(a),
+        Cmd::Experiment(a) => resound_lab::experiment::run(a),
         Cmd::Reserve(a) => reserve(a),
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
         Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),
@@ -335,7 +338,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
             println!(
                 "buffer size = {} frames ({:.1} ms)",
                 st.buffer_frames,
-                st.buffer_frames as f64 * 1000.0 / st.sample_rate.max(1) as f64
+                frames_to_ns(st.buffer_frames.into(), st.sample_rate) as f64 / 1e6
             );
         }
         Cmd::Load {
@@ -382,7 +385,7 @@ fn us(ns: u64) -> String {
 
 /// Human-readable status.
 pub fn format_status(st: &Status) -> String {
-    let period_us = st.buffer_frames as f64 * 1e6 / st.sample_rate.max(1) as f64;
+    let period_us = frames_to_ns(st.buffer_frames.into(), st.sample_rate) as f64 / 1e3;
     let mut o = String::new();
     o += &format!("server        {}\n", st.server);
     o += &format!("driver        {} ({})\n", st.driver, st.driver_sched);

@@ -8,6 +8,7 @@
 
 use clap::{Parser, Subcommand};
 use resound_client::{Client, Control, OpenOptions, PortFlags, PortKind, ProcessScope};
+use resound_shm::time::frames_to_ns;
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,7 +21,8 @@ pub const COUNTER_MOD: u64 = 1 << 20;
 #[command(
     name = "resound-tool",
     version,
-    about = "Real resound clients for demos, tests and benchmarks"
+    about = "Real resound clients for demos, tests and benchmarks",
+    after_help = "Also: resound-tool rtapp [OPTIONS]: a periodic real-time task (not a client) that competes with the audio graph for the CPU; see resound-tool rtapp --help."
 )]
 struct Cli {
     /// Client name.
@@ -86,7 +88,7 @@ enum Cmd {
         #[arg(long, default_value_t = 10.0)]
         busy: f64,
     },
-    /// Misbehaves, for robustness tests.
+    /// Breaks a rule every client must follow (see --mode), to test that the server survives it.
     Misbehave {
         /// scribble: write garbage into its own activation record;
         /// stall: stop returning from process (sleeps 1 s per cycle);
@@ -188,6 +190,11 @@ fn fadd_atomic(a: &AtomicU64, v: f64) {
 pub fn main(argv: Vec<String>) -> i32 {
     // `rtapp` is not a client: it runs without a server connection.
     if argv.get(1).map(String::as_str) == Some("rtapp") {
+        /// A periodic real-time task that competes with the audio graph for the
+        /// CPU (not a client; it needs no server). Each job busy-loops for
+        /// --run-us of CPU time, released every --period-us, and must finish
+        /// before the next release; at the end it prints its deadline misses
+        /// and response times as one JSON line.
         #[derive(Parser)]
         struct RtappCli {
             #[command(flatten)]
@@ -306,7 +313,7 @@ fn run(cli: Cli) -> Result<(), String> {
                 Cmd::Load { busy } => (1.0, None, busy),
                 _ => (1.0, None, 0.0),
             };
-            let period_ns = client.buffer_size() as f64 * 1e9 / rate as f64;
+            let period_ns = frames_to_ns(client.buffer_size().into(), client.sample_rate()) as f64;
             let busy_ns = (period_ns * busy / 100.0) as u64;
             let mut z = 0.0f32;
             activate(&client, move |ps: &mut ProcessScope| {

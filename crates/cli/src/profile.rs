@@ -7,6 +7,7 @@ use resound_client::ControlSession;
 use resound_profiler::{Profile, ServerInfo};
 use resound_protocol::wire::Status;
 use resound_shm::profile::ProfileRing;
+use resound_shm::time::frames_to_ns;
 use std::path::PathBuf;
 
 /// Options of `resound profile`.
@@ -44,7 +45,7 @@ pub fn read_profile(
 /// As [`read_profile`], with a status the caller already has (rate, period,
 /// mode, current client names).
 pub fn profile_from(st: &Status, ring: &ProfileRing, last: Option<f64>) -> Profile {
-    let period_ns = st.buffer_frames as f64 * 1e9 / st.sample_rate.max(1) as f64;
+    let period_ns = frames_to_ns(st.buffer_frames.into(), st.sample_rate).max(1) as f64;
     let written = ring.cycles_written();
     let cap = ring.layout().cycle_capacity as u64;
     let (from, max) = match last {

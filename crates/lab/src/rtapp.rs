@@ -155,7 +155,7 @@ struct Counts {
     warmup_jobs: u64,
 }
 
-/// The job loop. Real-time: no allocation, only clock and sleep syscalls.
+/// The job loop. Real-time safe: no allocation, only clock and sleep syscalls.
 fn jobs(
     period_ns: u64,
     run_ns: u64,

@@ -1,0 +1,15 @@
+//! # resound-cli
+//!
+//! The user-facing `resound` command (the binary in `crates/resound` is a
+//! thin `main` over [`cli::main`]): it talks to a running `resoundd` over a
+//! control session ([`cli`]: status, ports, connections, buffer size,
+//! internal clients, reservations, running JACK programs), reads its timing
+//! profile ([`profile`]), serves the live monitor page ([`monitor`]) and runs
+//! the demo graph of the README's main command ([`demo`]). Everything here
+//! runs on the command's main thread (the monitor adds HTTP worker threads);
+//! nothing here is on the real-time path.
+
+pub mod cli;
+pub mod demo;
+pub mod monitor;
+pub mod profile;

@@ -1,0 +1,25 @@
+//! The one child-process harness of resound: what the end-to-end tests, the
+//! activation bench, the experiment runner and the demo use to run a real
+//! `resoundd` and real `resound-tool` client processes.
+//!
+//! * [`Bins`]: where the binaries are (given by the caller, or found next to
+//!   the current executable; never hard-coded);
+//! * [`Server`]: a `resoundd` under a unique name in its own runtime
+//!   directory (`RESOUND_DIR`), ready once it accepts control sessions;
+//! * [`Child`]: any child process, its stdout JSON lines collected
+//!   ([`JsonLines`]) and its stderr kept ([`StderrLog`]);
+//! * every process is stopped (SIGTERM, then SIGKILL) and every directory
+//!   removed by drop guards, on error paths too.
+//!
+//! Runs on the caller's thread, plus one reader thread per captured pipe.
+//! Nothing here is on the real-time path.
+
+mod bins;
+mod child;
+mod output;
+mod server;
+
+pub use bins::{sibling, Bins};
+pub use child::{signal, Child, ChildOptions, StderrMode};
+pub use output::{JsonLines, LineWait, StderrLog};
+pub use server::{remove_stale_dirs, Server, ServerSpec};

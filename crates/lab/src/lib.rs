@@ -1,0 +1,22 @@
+//! # resound-lab
+//!
+//! The lab tools around the server (the binary `resound-tool` in
+//! `crates/resound` is a thin `main` over [`tools::main`]):
+//!
+//! * [`tools`]: the test and demo clients (sine, counter, pass, gain,
+//!   lowpass, meter, check, load, misbehave), each a client process whose
+//!   process callback runs on its real-time thread;
+//! * [`rtapp`]: a periodic real-time task that competes with the audio graph
+//!   for the CPU;
+//! * [`experiment`]: runs the audio graph under each scheduling policy next
+//!   to the competing task and tabulates xruns, end-of-chain times, deadline
+//!   misses and reserved bandwidth;
+//! * [`harness`]: the one child-process harness (a server under a unique
+//!   name in its own runtime directory, tool clients, readiness, JSON
+//!   results, stop guards) that the end-to-end tests, the activation bench,
+//!   the experiment and the demo share.
+
+pub mod experiment;
+pub mod harness;
+pub mod rtapp;
+pub mod tools;
