@@ -6,7 +6,8 @@
 //! feeds the CPU time the thread used in the last cycle into its predictor and
 //! returns a new SCHED_DEADLINE reservation when the budget moved past the
 //! threshold; only then is `sched_setattr` called. New clients and xruns flush
-//! the window and bump the budget (thesis 3.4.5). An own [`Ledger`] keeps the
+//! the window and bump the budget (Bagnoli's thesis "Design and development of a mechanism for low-latency
+//! real time audio processing on Linux", §3.4.5). An own [`Ledger`] keeps the
 //! admitted bandwidth; a refused reservation leaves that one thread on
 //! SCHED_FIFO (then SCHED_OTHER) and is reported with what was asked and free.
 //!
@@ -414,7 +415,7 @@ impl Reservations {
             ) if (slot as usize) < self.tids.len() => {
                 self.detach(slot);
                 // A fresh start for the new thread (the slot may be reused), then
-                // the thesis's activation bump.
+                // the activation bump of Bagnoli's thesis (§3.4.5).
                 self.controllers[slot as usize].reset();
                 self.controllers[slot as usize].on_activation();
                 if !self.attach_deadline(slot, tid, emit) {

@@ -5,13 +5,14 @@
 //! types, capacities), and [`Graph::compile`], which turns the model into the
 //! flat form the real-time side reads from shared memory: per node the
 //! activation count armed at cycle start and the list of nodes to decrement
-//! when it finishes (seed 002's data-flow activation), per input port its
+//! when it finishes (the data-flow activation of "jackdmp: Jack server for multi-processor
+//! machines"), per input port its
 //! sources.
 //!
 //! Loops are allowed: connections are considered in the order they were made,
 //! and one that would close a cycle among clients becomes a *feedback*
 //! connection that does not count as a dependency, so its reader sees the
-//! writer's previous cycle (one period of delay). This is the jackdmp rule
+//! writer's previous cycle (one period of delay). This is jackdmp's rule
 //! ("the feedback connection is introduced at the place where the loop is
 //! established") applied afresh on every change, so breaking a loop elsewhere
 //! turns the feedback connection back into a normal one.

@@ -1,11 +1,12 @@
 //! # resound-profiler
 //!
-//! The per-cycle timing model of seed 003 (timing measurements in JACK2) and
+//! The per-cycle timing model of "Timing measurements in JACK2" (Letz, Fober,
+//! Orlarey) and
 //! what can be done with it off the real-time path. The server's driver
 //! thread writes one record per cycle into the profile ring
 //! (`resound_shm::profile`); this crate turns what a reader copied out
 //! of the ring into a [`Profile`] (times relative to each cycle's start,
-//! clients named), computes the seeds' summary tables ([`Summary`]: min,
+//! clients named), computes that report's summary tables ([`Summary`]: min,
 //! max, average, standard deviation), and writes everything for a person
 //! and for a program ([`write_dir`]): CSV, JSON, plots as PNG and SVG
 //! ([`plots`]), and an `index.html` tying them together.
@@ -14,7 +15,7 @@
 //! monitor` call it on ordinary threads of their own processes.
 //!
 //! Units: nanoseconds in the model, CSV and JSON; microseconds on plot axes
-//! and in the summary tables (as in the seeds' figures).
+//! and in the summary tables (as in the report's figures).
 
 pub mod export;
 pub mod plots;
@@ -261,7 +262,7 @@ impl Profile {
             .count()
     }
 
-    /// The seeds' summary tables.
+    /// The summary tables (min, max, average, standard deviation per measure).
     pub fn summary(&self) -> Summary {
         let mut rows = Vec::new();
         let mut add = |group: &str, what: &str, unit: Unit, vals: Vec<u64>| {
@@ -428,7 +429,7 @@ pub struct SummaryRow {
     pub stats: Stats,
 }
 
-/// The seeds' summary tables.
+/// The summary tables (min, max, average, standard deviation per measure).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Summary {
     /// Cycles in the profile.

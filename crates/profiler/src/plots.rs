@@ -1,8 +1,8 @@
-//! The seed 003 figures, drawn with `plotters`, each as PNG and SVG.
+//! The figures of "Timing measurements in JACK2" (Letz, Fober, Orlarey), drawn with `plotters`, each as PNG and SVG.
 //!
 //! | file | what |
 //! |---|---|
-//! | `driver_period` | measured driver period per cycle, nominal period as reference (seed 003 fig. 1-2) |
+//! | `driver_period` | measured driver period per cycle, nominal period as reference (as its fig. 1-2) |
 //! | `driver_end` | driver end date per cycle, period as reference (fig. 3-4) |
 //! | `clients_end` | every client's end date per cycle, period as reference (fig. 5) |
 //! | `scheduling_latency` | awake - signal per client (fig. 6) |

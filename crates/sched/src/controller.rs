@@ -1,4 +1,5 @@
-//! The feedback budget controller (thesis 3.4.4 - 3.4.5), one per reserved thread.
+//! The feedback budget controller (Bagnoli's thesis "Design and development of a mechanism
+//! for low-latency real time audio processing on Linux", §3.4.4-3.4.5), one per reserved thread.
 //!
 //! At every cycle begin the driver feeds the CPU time the thread used in the
 //! last audio cycle ([`Controller::cycle_begin`]). The controller pushes it
@@ -20,7 +21,7 @@
 //! bumped by `bump_min_pct` (10%) when it sits at the minimum, else by
 //! `bump_pct` (20%).
 //!
-//! **Warm-up** (a choice of ours, following the thesis' "the budget is kept
+//! **Warm-up** (a choice of ours, following the thesis's "the budget is kept
 //! fixed while the queue is being reconstructed"): after a flush, and after
 //! [`new`](Controller::new), until the window is full again the budget may
 //! only go *up* (a partial window that already predicts more than the held
@@ -58,13 +59,13 @@ pub struct ControllerConfig {
     pub multiplier: u32,
     /// `-I`: budget = prediction x (1 + pct/100).
     pub overprovision_pct: f64,
-    /// Minimum budget, % of the reservation period (thesis: 5).
+    /// Minimum budget, % of the reservation period (the thesis: 5).
     pub min_pct: f64,
     /// Maximum budget, % of the reservation period (e.g. 90).
     pub max_pct: f64,
-    /// Bump on a new client / xrun when the budget is at the minimum, % (thesis: 10).
+    /// Bump on a new client / xrun when the budget is at the minimum, % (the thesis: 10).
     pub bump_min_pct: f64,
-    /// Bump on a new client / xrun otherwise, % (thesis: 20).
+    /// Bump on a new client / xrun otherwise, % (the thesis: 20).
     pub bump_pct: f64,
     /// Report a new reservation from feedback only when the budget moved by
     /// more than this % of the current budget.
@@ -307,7 +308,7 @@ impl Controller {
         self.propose(wanted, false)
     }
 
-    /// Flush + bump (thesis 3.4.5): 10% when at the minimum, 20% otherwise
+    /// Flush + bump (the thesis, §3.4.5): 10% when at the minimum, 20% otherwise
     /// (the configured percentages), clamped to the maximum. `None` in fixed
     /// mode or when already at the maximum.
     fn bump(&mut self) -> Option<Reservation> {

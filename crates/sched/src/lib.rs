@@ -6,7 +6,7 @@
 //! | module | owns | threads |
 //! |---|---|---|
 //! | [`policy`] | [`Policy`] (SCHED_OTHER / FIFO / DEADLINE), the `sched_attr` layout, [`apply`] / [`current`] / [`drop_own_reservation`] by kernel TID, the permission probes | any thread; `apply`, `current`, `drop_own_reservation` are real-time safe on success (one syscall); the probes spawn a helper thread once (start-up only) |
-//! | [`predictor`] | [`Predictor`]: moving-window percentile of per-cycle CPU time (thesis 3.4.4) | driver thread; allocates only in `new` |
+//! | [`predictor`] | [`Predictor`]: moving-window percentile of per-cycle CPU time (Bagnoli's thesis on low-latency audio with reservations, §3.4.4) | driver thread; allocates only in `new` |
 //! | [`controller`] | [`Controller`]: per reserved thread, turns the CPU-time trace into SCHED_DEADLINE budgets (-F/-I/-D, min/max clamps, flush + bump on new clients and xruns, change threshold) | driver thread, at cycle begin; allocates only in `new`, makes no syscalls |
 //! | [`ledger`] | [`Ledger`]: our own record of admitted bandwidth per thread, and the system capacity | built on the control thread; `reserve`/`release`/`get` on the driver thread, without allocation |
 //! //!

@@ -1,4 +1,5 @@
-//! Moving-window percentile predictor (thesis 3.4.4).
+//! Moving-window percentile predictor (Bagnoli's thesis "Design and development of a mechanism for
+//! low-latency real time audio processing on Linux", §3.4.4).
 //!
 //! Keeps the last `window` samples and predicts the next one as their
 //! `percentile`-th percentile (nearest rank). With percentile 100 this is the

@@ -201,7 +201,7 @@ impl Config {
     }
 }
 
-/// Parses a full argv (argv[0] included). Help and errors come back as
+/// Parses a full argv (`argv[0]` included). Help and errors come back as
 /// clap errors, which print themselves (`e.exit()`).
 pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
     let mut cut = None;

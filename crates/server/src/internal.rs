@@ -9,7 +9,7 @@
 //! living in the server is direct access to the server's memory (the
 //! profiler reads the profile ring the server maps).
 //!
-//! Built-ins: `profiler` (seed 003's jack_profiler: timing measures as audio
+//! Built-ins: `profiler` (the jack_profiler of "Timing measurements in JACK2": timing measures as audio
 //! signals; options `-c` cpu load, `-p` driver period, `-e` driver end time;
 //! per client `NAME:scheduling` and `NAME:duration` always).
 //!
@@ -135,7 +135,7 @@ struct SlotPorts {
     duration: AtomicU32,
 }
 
-/// Which general ports the profiler has (seed 003: -c, -p, -e).
+/// Which general ports the profiler has (jack_profiler's -c, -p, -e).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProfilerOptions {
     /// `profiler:cpu_load`.
@@ -171,7 +171,7 @@ pub fn parse_profiler_options(init: &str) -> Result<ProfilerOptions, String> {
     Ok(o)
 }
 
-/// The values the profiler puts on its ports for one cycle (seed 003, 3):
+/// The values the profiler puts on its ports for one cycle ("Timing measurements in JACK2", §3):
 /// each a fraction of the nominal period, clamped to the documented range.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct ProfilerValues {

@@ -7,7 +7,7 @@
 //!
 //! ## The graph switch word ([`switch`])
 //!
-//! The graph lives in two tables, *current* and *next* (seed 002, 3.3.1). One
+//! The graph lives in two tables, *current* and *next* ("jackdmp: Jack server for multi-processor machines", §3.3.1). One
 //! `u32` says which is which:
 //!
 //! ```text

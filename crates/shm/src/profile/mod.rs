@@ -1,7 +1,7 @@
 //! The profile ring: one record per audio cycle, written by the driver thread,
 //! readable at any moment by any process that holds the segment.
 //!
-//! Seed 003 (timing measurements in JACK2) records, per cycle, the driver's
+//! The report "Timing measurements in JACK2" (Letz, Fober, Orlarey) records, per cycle, the driver's
 //! wake-up and end dates and, per client, its signal (activation), awake and
 //! finish dates; JACK2 needs a special build and writes them out only at
 //! shutdown. resound always records them, into a memfd segment that the
