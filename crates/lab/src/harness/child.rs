@@ -197,6 +197,7 @@ impl Child {
                 Ok(v) => return Ok(v),
                 Err(LineWait::Closed) => {
                     let st = self.wait().map(|s| s.to_string()).unwrap_or_default();
+                    self.log.wait_closed(Duration::from_secs(2));
                     return Err(format!(
                         "{} exited ({st}) before printing {event:?}:\n{}",
                         self.what,
@@ -289,7 +290,9 @@ mod tests {
 
     #[test]
     fn collects_json_lines_and_the_final_report() {
-        let script = r#"echo '{"event":"ready","name":"x"}'; echo 'not json'; trap 'echo "{\"event\":\"final\",\"n\":3}"; exit 0' TERM; while :; do sleep 0.05; done"#;
+        // The trap is set before "ready" is printed: the test may stop the
+        // child as soon as it reads that line.
+        let script = r#"trap 'echo "{\"event\":\"final\",\"n\":3}"; exit 0' TERM; echo '{"event":"ready","name":"x"}'; echo 'not json'; while :; do sleep 0.05; done"#;
         let mut c = Child::spawn(sh(script), "sh", &ChildOptions::default()).unwrap();
         let ready = c
             .wait_event("ready", Duration::from_secs(10), &mut || Ok(()))

@@ -126,6 +126,8 @@ impl JsonLines {
 pub struct StderrLog {
     lines: Arc<Mutex<VecDeque<String>>>,
     keep: usize,
+    /// False while a reader thread is still reading the child's stderr.
+    done: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl StderrLog {
@@ -134,12 +136,14 @@ impl StderrLog {
         StderrLog {
             lines: Arc::default(),
             keep: keep.max(1),
+            done: Arc::new(std::sync::atomic::AtomicBool::new(true)),
         }
     }
 
     /// Starts the reader thread of `r`; echoes each line as `[echo] line` when given.
     pub(crate) fn follow(&self, r: impl Read + Send + 'static, echo: Option<String>) {
         let me = self.clone();
+        self.done.store(false, std::sync::atomic::Ordering::Release);
         std::thread::spawn(move || {
             for line in BufReader::new(r).lines().map_while(Result::ok) {
                 if let Some(tag) = &echo {
@@ -151,7 +155,22 @@ impl StderrLog {
                 }
                 g.push_back(line);
             }
+            me.done.store(true, std::sync::atomic::Ordering::Release);
         });
+    }
+
+    /// Waits up to `timeout` for the reader thread to reach the end of the
+    /// child's stderr (so an error message built after the child exited
+    /// holds its last words). True if it did.
+    pub fn wait_closed(&self, timeout: Duration) -> bool {
+        let t0 = std::time::Instant::now();
+        while !self.done.load(std::sync::atomic::Ordering::Acquire) {
+            if t0.elapsed() >= timeout {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        true
     }
 
     /// Every kept line, newline-terminated.
