@@ -8,7 +8,7 @@ use crate::cli::{format_lsp, format_status};
 use clap::Args;
 use resound_client::prelude::*;
 use resound_client::ControlSession;
-use resound_lab::harness::{Bins, Child, Server, ServerSpec};
+use resound_lab::harness::{dummy_driver_args, Bins, Child, Server, ServerSpec};
 use resound_protocol::wire::Status;
 use resound_shm::time::frames_to_ns;
 use std::path::PathBuf;
@@ -79,16 +79,7 @@ fn start_server(a: &DemoArgs) -> Result<(Server, ControlSession), String> {
     if a.sync {
         args.push("-S".to_string());
     }
-    for s in [
-        "-d",
-        "dummy",
-        "-r",
-        &a.rate.to_string(),
-        "-p",
-        &a.period.to_string(),
-    ] {
-        args.push(s.to_string());
-    }
+    args.extend(dummy_driver_args(a.rate, a.period));
     let mut spec = ServerSpec::new(Bins::beside_current_exe()?, "demo", &[]);
     spec.public_name = Some(a.name.clone());
     spec.args = args;

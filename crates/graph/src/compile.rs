@@ -5,7 +5,8 @@
 //! Threads: the server's control thread, under its state lock.
 
 use crate::{ClientState, Connection, Graph, DRIVER};
-use resound_shm::{self as shm, client_state, ClientEntry, PortEntry};
+use resound_shm::sync::switch;
+use resound_shm::{self as shm, client_state, ClientEntry, PortEntry, TableHeader, View};
 
 /// The flat form of a graph (what goes into a shared-memory table).
 #[derive(Clone)]
@@ -265,4 +266,43 @@ fn reaches(succ: &[Vec<u32>], from: u32, to: u32) -> bool {
         stack.extend_from_slice(&succ[u as usize]);
     }
     false
+}
+
+impl Compiled {
+    /// Writes this graph into the *next* table of `view` and marks it
+    /// pending (`switch::begin_write` … `end_write`); the driver switches to
+    /// it at its next cycle start. The one way a compiled graph reaches
+    /// shared memory: the server's publication and the engine's tests both
+    /// use it. Control thread only (not real-time).
+    ///
+    /// # Safety
+    /// The caller must be the only graph writer of `view` for the duration
+    /// of the call (the server holds its state lock), and `view` must be the
+    /// server's own, writable mapping of the control segment.
+    pub unsafe fn write_next_table(&self, view: &View) {
+        let h = view.header();
+        let next = switch::begin_write(&h.switch);
+        {
+            // SAFETY: the caller guarantees it is the single graph writer
+            // (this function's contract), and `next` comes from begin_write.
+            let mut t = unsafe { view.table_mut(next) };
+            for (i, e) in self.clients.iter().enumerate() {
+                t.set_client(i as u32, e);
+            }
+            for (i, e) in self.ports.iter().enumerate() {
+                t.set_port(i as u32, e);
+            }
+            t.set_arrays(&self.sources, &self.edges, &self.order);
+            t.set_header(TableHeader {
+                version: self.version,
+                client_hw: self.clients.len() as u32,
+                port_hw: self.ports.len() as u32,
+                n_sources: self.sources.len() as u32,
+                n_edges: self.edges.len() as u32,
+                n_order: self.order.len() as u32,
+                _pad: 0,
+            });
+        }
+        switch::end_write(&h.switch);
+    }
 }

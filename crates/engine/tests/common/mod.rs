@@ -14,7 +14,7 @@ use resound_sched::Ledger;
 use resound_shm::cycle::signal_downstream;
 use resound_shm::limits::AUDIO_TYPE;
 use resound_shm::sync::{switch, Ordering};
-use resound_shm::{port_flags, Capacities, NodeStatus, TableHeader, View};
+use resound_shm::{port_flags, Capacities, NodeStatus, View};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -101,30 +101,8 @@ impl Default for Setup {
 
 /// Writes the compiled graph into the next table, as the server's publication does.
 fn publish(view: &View, graph: &Graph) {
-    let c = graph.compile();
-    let h = view.header();
-    let next = switch::begin_write(&h.switch);
-    {
-        // SAFETY: the test is the only graph writer, and `next` comes from begin_write.
-        let mut t = unsafe { view.table_mut(next) };
-        for (i, e) in c.clients.iter().enumerate() {
-            t.set_client(i as u32, e);
-        }
-        for (i, e) in c.ports.iter().enumerate() {
-            t.set_port(i as u32, e);
-        }
-        t.set_arrays(&c.sources, &c.edges, &c.order);
-        t.set_header(TableHeader {
-            version: c.version,
-            client_hw: c.clients.len() as u32,
-            port_hw: c.ports.len() as u32,
-            n_sources: c.sources.len() as u32,
-            n_edges: c.edges.len() as u32,
-            n_order: c.order.len() as u32,
-            _pad: 0,
-        });
-    }
-    switch::end_write(&h.switch);
+    // SAFETY: the test is the only graph writer of its own view.
+    unsafe { graph.compile().write_next_table(view) };
 }
 
 /// Plays every triggered client of the current cycle until none can progress.

@@ -10,7 +10,9 @@ use super::machine::{cpu_ticks, foreign_load, other_resound_processes, CpuTicks}
 use super::poller::{ChainLog, Poller};
 use super::report::{percentile, PolicyResult, RtReport};
 use super::settings::{ExperimentArgs, Policy};
-use crate::harness::{Bins, Child, ChildOptions, Server, ServerSpec, StderrMode};
+use crate::harness::{
+    dummy_driver_args, Bins, Child, ChildOptions, Server, ServerSpec, StderrMode,
+};
 use resound_client::prelude::*;
 use resound_client::{Client, ControlSession};
 use resound_protocol::wire::Status;
@@ -101,16 +103,7 @@ fn start_server(
     }
     let mut args = vec!["-S".to_string()];
     args.extend(flags.iter().cloned());
-    for s in [
-        "-d",
-        "dummy",
-        "-r",
-        &a.rate.to_string(),
-        "-p",
-        &a.period.to_string(),
-    ] {
-        args.push(s.to_string());
-    }
+    args.extend(dummy_driver_args(a.rate, a.period));
     progress(&format!(
         "{}: starting resoundd -S {} -d dummy -r {} -p {}",
         policy.name(),

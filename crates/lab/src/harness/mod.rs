@@ -22,4 +22,4 @@ mod server;
 pub use bins::{sibling, Bins};
 pub use child::{signal, Child, ChildOptions, StderrMode};
 pub use output::{JsonLines, LineWait, StderrLog};
-pub use server::{remove_stale_dirs, Server, ServerSpec};
+pub use server::{dummy_driver_args, remove_stale_dirs, Server, ServerSpec};

@@ -241,6 +241,21 @@ fn private_dir(tag: &str, id: &str) -> Result<PathBuf, String> {
     Ok(p)
 }
 
+/// The driver part of a `resoundd` command line for the dummy driver:
+/// `-d dummy -r RATE -p FRAMES`.
+pub fn dummy_driver_args(rate: u32, frames: u32) -> Vec<String> {
+    [
+        "-d",
+        "dummy",
+        "-r",
+        &rate.to_string(),
+        "-p",
+        &frames.to_string(),
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
 /// Removes the private directories `$TMPDIR/resound-{tag}-{pid}-*` of earlier
 /// runs whose process is gone (killed outright, so their guards never ran).
 pub fn remove_stale_dirs(tag: &str) {

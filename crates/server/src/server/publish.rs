@@ -7,7 +7,6 @@
 
 use super::{Server, State};
 use resound_shm::sync::{switch, Ordering};
-use resound_shm::TableHeader;
 use std::time::{Duration, Instant};
 use tracing::debug;
 
@@ -19,29 +18,9 @@ impl Server {
         let c = st.graph.compile();
         let h = self.view.header();
         let before = switch::generation(h.switch.load(Ordering::Acquire));
-        let next = switch::begin_write(&h.switch);
-        {
-            // SAFETY: we hold the state lock, so this is the only writer, and
-            // `next` comes from begin_write.
-            let mut t = unsafe { self.view.table_mut(next) };
-            for (i, e) in c.clients.iter().enumerate() {
-                t.set_client(i as u32, e);
-            }
-            for (i, e) in c.ports.iter().enumerate() {
-                t.set_port(i as u32, e);
-            }
-            t.set_arrays(&c.sources, &c.edges, &c.order);
-            t.set_header(TableHeader {
-                version: c.version,
-                client_hw: c.clients.len() as u32,
-                port_hw: c.ports.len() as u32,
-                n_sources: c.sources.len() as u32,
-                n_edges: c.edges.len() as u32,
-                n_order: c.order.len() as u32,
-                _pad: 0,
-            });
-        }
-        switch::end_write(&h.switch);
+        // SAFETY: we hold the state lock, so this thread is the only graph
+        // writer, and `self.view` is the server's own writable mapping.
+        unsafe { c.write_next_table(&self.view) };
         if !c.feedback.is_empty() {
             debug!(
                 "{} feedback connection(s) close loops (one period of delay each)",
