@@ -6,17 +6,28 @@
 # its spread over the runs.
 #
 #   scripts/bench-compare.sh BASE_REV [RUNS]      (default RUNS=3)
+#   scripts/bench-compare.sh --report-only         (table of the last runs again)
 #
 # The base revision is checked out in target/bench-compare/base (a detached
 # git worktree with its own target directory); raw outputs are kept in
 # target/bench-compare/runs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-base_rev=${1:?usage: scripts/bench-compare.sh BASE_REV [RUNS]}
-runs=${2:-3}
-source scripts/setup.sh
 out=target/bench-compare
+report_only=0
+if [ "${1:-}" = --report-only ]; then
+    report_only=1
+    runs=$(ls "$out"/runs/base-*.txt 2>/dev/null | wc -l)
+    [ "$runs" -gt 0 ] || { echo "bench-compare: no runs in $out/runs" >&2; exit 1; }
+    base_sha=$(cat "$out/runs/base-rev" 2>/dev/null || echo unknown)
+else
+    base_rev=${1:?usage: scripts/bench-compare.sh BASE_REV [RUNS] | --report-only}
+    runs=${2:-3}
+fi
+if [ "$report_only" = 0 ]; then
+source scripts/setup.sh
 mkdir -p "$out/runs"
+rm -f "$out"/runs/*.txt
 base_dir=$out/base
 base_sha=$(git rev-parse --verify "$base_rev^{commit}")
 if [ -d "$base_dir" ] && [ "$(git -C "$base_dir" rev-parse HEAD 2>/dev/null)" != "$base_sha" ]; then
@@ -46,11 +57,13 @@ for i in $(seq 1 "$runs"); do
     echo "== run $i/$runs: current" >&2
     "$cur_bench" > "$out/runs/current-$i.txt"
 done
+echo "$base_sha" > "$out/runs/base-rev"
+fi
 
 python3 - "$out/runs" "$runs" "${base_sha:0:10}" "$(git rev-parse --short=10 HEAD)" <<'EOF'
 import re, statistics, sys
 folder, runs, base, cur = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-row = re.compile(r'^\s*(\S.*?)\s{2,}([\d.]+) us\s+([\d.]+) us\s+([\d.]+) us\s+\d+$')
+row = re.compile(r'^\s*(\S.*?)\s{2,}([\d.]+) us\s*([\d.]+) us\s*([\d.]+) us\s+\d+$')
 def medians(path):
     found = {}
     for line in open(path):
