@@ -76,6 +76,7 @@ impl SyscallSet {
 }
 
 /// The number of the system call called `name`, if known.
+#[allow(clippy::unnecessary_cast)] // c_long is i32 on 32-bit targets
 pub fn syscall_nr(name: &str) -> Option<i64> {
     TABLE
         .iter()
@@ -84,6 +85,7 @@ pub fn syscall_nr(name: &str) -> Option<i64> {
 }
 
 /// The name of system call `nr`, if it is one this crate knows.
+#[allow(clippy::unnecessary_cast)] // c_long is i32 on 32-bit targets
 pub fn syscall_name(nr: i64) -> Option<&'static str> {
     TABLE
         .iter()
