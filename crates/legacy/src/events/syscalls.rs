@@ -93,13 +93,13 @@ pub fn syscall_name(nr: i64) -> Option<&'static str> {
         .map(|(n, _)| *n)
 }
 
-/// The default set ([`DEFAULT`]).
+/// The default set (`DEFAULT`).
 pub fn default_set() -> SyscallSet {
     parse_set(&DEFAULT.join(",")).expect("the default names are in the table")
 }
 
 /// Parse a comma-separated list of system-call names (`read,poll,...`),
-/// `default` for [`DEFAULT`], or numbers.
+/// `default` for `DEFAULT`, or numbers.
 pub fn parse_set(list: &str) -> Result<SyscallSet, String> {
     let mut set = SyscallSet::empty();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {

@@ -4,7 +4,7 @@
 //! calls of interest in a preallocated array (no formatting while tracing),
 //! and detach cleanly at the end so the process runs on untouched. Runs on
 //! the calling thread (every ptrace request must come from the attaching
-//! thread) with a [`super::stop::Watchdog`] that ends the wait on time.
+//! thread) with a watchdog thread (`stop::Watchdog`) that ends the wait on time.
 
 use super::stop::Watchdog;
 use super::{now_ns, permission_error, threads_of, End, Options, Trace, TraceError, Tracer};
