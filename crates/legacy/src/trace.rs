@@ -106,7 +106,7 @@ pub enum TraceError {
     #[error("no process with PID {0}")]
     NoProcess(i32),
     /// Not permitted.
-    #[error("cannot trace PID {pid} (user {user}): permission denied; run as {user} or as root")]
+    #[error("cannot trace PID {pid} (user {user}): permission denied; {}", who_may(.user))]
     Permission {
         /// The process.
         pid: i32,
@@ -124,6 +124,15 @@ pub enum TraceError {
         /// The error.
         source: std::io::Error,
     },
+}
+
+/// Who may trace a process of `user`.
+fn who_may(user: &str) -> String {
+    if user == "root" {
+        "only root may trace it".into()
+    } else {
+        format!("run as {user} or as root")
+    }
 }
 
 /// Trace `opts.pid` with `tracer`.

@@ -1,5 +1,6 @@
 //! `resound legacy trace|detect` on real processes: `resound-tool periodic`
-//! with known rates, traced with the ptrace tracer.
+//! with known rates, traced with the ptrace tracer and with the kernel
+//! (perf tracepoint) tracer.
 
 use std::process::{Command, Stdio};
 
@@ -21,10 +22,30 @@ fn legacy(args: &[&str]) -> std::process::Output {
 }
 
 fn detect_json(pid: u32, seconds: &str) -> serde_json::Value {
-    let out = legacy(&["detect", &pid.to_string(), "--seconds", seconds, "--json"]);
+    detect_with("ptrace", pid, seconds).expect("the ptrace tracer runs")
+}
+
+/// `detect --json` with `tracer`; `None` (after printing `SKIP: reason`)
+/// when the kernel refuses that tracer here.
+fn detect_with(tracer: &str, pid: u32, seconds: &str) -> Option<serde_json::Value> {
+    let p = pid.to_string();
+    let args = [
+        "detect",
+        &p,
+        "--seconds",
+        seconds,
+        "--json",
+        "--tracer",
+        tracer,
+    ];
+    let out = legacy(&args);
     let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("kernel tracer unavailable") {
+        println!("SKIP: {}", stderr.trim());
+        return None;
+    }
     assert!(out.status.success(), "detect failed: {stderr}");
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stderr}"))
+    Some(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stderr}")))
 }
 
 /// Skip (with a reason) where ptrace is not permitted.
@@ -39,6 +60,11 @@ fn ptrace_permitted() -> bool {
         return false;
     }
     true
+}
+
+/// Wait for a test program that is no longer needed (on a skip).
+fn reap(child: std::process::Child) {
+    let _ = child.wait_with_output();
 }
 
 fn freq(v: &serde_json::Value) -> f64 {
@@ -172,32 +198,156 @@ fn refusals_are_clear() {
         println!("SKIP: the other-user refusal needs root and setpriv");
         return;
     }
-    // A root-owned process traced by user nobody: refused, named, untouched.
+    // A root-owned process traced by user nobody: refused, named, untouched,
+    // with either tracer.
     let mut child = tool_periodic(&["--fps", "25", "--seconds", "2"]);
-    let out = Command::new("setpriv")
-        .args([
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            env!("CARGO_BIN_EXE_resound"),
-        ])
-        .args([
-            "legacy",
-            "trace",
-            &child.id().to_string(),
-            "--seconds",
-            "0.5",
-        ])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
-    assert!(
-        err.contains(&format!(
-            "cannot trace PID {} (user root): permission denied; run as root or as root",
+    for tracer in ["ptrace", "kernel"] {
+        let out = Command::new("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                env!("CARGO_BIN_EXE_resound"),
+            ])
+            .args(["legacy", "trace", &child.id().to_string()])
+            .args(["--seconds", "0.5", "--tracer", tracer])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success());
+        let want = format!(
+            "cannot trace PID {} (user root): permission denied; only root may trace it",
             child.id()
-        )),
-        "{err}"
-    );
+        );
+        assert!(err.contains(&want), "{tracer}: {err}");
+    }
     assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn kernel_tracer_finds_25_hz_without_stopping_the_program() {
+    let child = tool_periodic(&["--fps", "25", "--seconds", "3"]);
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let Some(v) = detect_with("kernel", child.id(), "1") else {
+        reap(child);
+        return;
+    };
+    let f = freq(&v["detection"]);
+    assert!((f - 25.0).abs() / 25.0 < 0.01, "found {f} Hz: {v}");
+    assert_eq!(v["trace"]["tracer"], "kernel");
+    assert_eq!(v["trace"]["end"], "timeout");
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let last = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let rep: serde_json::Value = serde_json::from_str(&last).unwrap();
+    let frames = rep["threads"][0]["frames"].as_u64().unwrap();
+    assert!((74..=76).contains(&frames), "{frames} frames");
+}
+
+#[test]
+fn kernel_tracer_threads_with_different_rates_and_blocking_calls() {
+    for blocking in ["futex", "read", "poll"] {
+        let child = tool_periodic(&[
+            "--threads",
+            "2",
+            "--thread-fps",
+            "25,60",
+            "--blocking",
+            blocking,
+            "--seconds",
+            "3",
+        ]);
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let Some(v) = detect_with("kernel", child.id(), "1.5") else {
+            reap(child);
+            return;
+        };
+        let d = &v["detection"];
+        let mut fs: Vec<f64> = d["threads"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|t| t["freq_hz"].as_f64())
+            .collect();
+        fs.sort_by(f64::total_cmp);
+        let tol = if blocking == "poll" { 0.02 } else { 0.01 };
+        assert_eq!(fs.len(), 2, "{blocking}: {d}");
+        assert!(
+            (fs[0] - 25.0).abs() / 25.0 < tol && (fs[1] - 60.0).abs() / 60.0 < tol,
+            "{blocking}: {fs:?}"
+        );
+        child.wait_with_output().unwrap();
+    }
+}
+
+#[test]
+fn kernel_tracer_sees_new_threads_exit_fork_and_exec() {
+    // Traced from its start: the periodic thread is created while tracing.
+    let child = tool_periodic(&["--fps", "50", "--seconds", "1", "--fork-at", "0.5"]);
+    let Some(v) = detect_with("kernel", child.id(), "10") else {
+        reap(child);
+        return;
+    };
+    assert_eq!(v["trace"]["end"], "exited", "{v}");
+    assert!((freq(&v["detection"]) - 50.0).abs() < 0.5, "{v}");
+    assert!(
+        !v["trace"]["children"].as_array().unwrap().is_empty(),
+        "fork not seen: {v}"
+    );
+    child.wait_with_output().unwrap();
+    let child = tool_periodic(&[
+        "--fps",
+        "25",
+        "--seconds",
+        "2",
+        "--exec-at",
+        "0.4",
+        "--",
+        "sleep",
+        "0.5",
+    ]);
+    let v = detect_with("kernel", child.id(), "2").unwrap();
+    assert_eq!(v["trace"]["execs"], 1, "{v}");
+    assert!(child.wait_with_output().unwrap().status.success());
+}
+
+#[test]
+fn kernel_tracer_aperiodic_program_is_not_periodic() {
+    let child = tool_periodic(&["--fps", "25", "--aperiodic", "--seconds", "5"]);
+    let Some(v) = detect_with("kernel", child.id(), "4") else {
+        reap(child);
+        return;
+    };
+    assert!(v["detection"]["period_ns"].is_null(), "{v}");
+    child.wait_with_output().unwrap();
+}
+
+#[test]
+fn rate_change_mid_run_is_seen_in_each_half() {
+    // 25 fps, then 40 fps from 1 s on: each window finds its own rate.
+    let child = tool_periodic(&[
+        "--fps",
+        "25",
+        "--seconds",
+        "3",
+        "--change-at",
+        "1",
+        "--new-fps",
+        "40",
+    ]);
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    let Some(first) = detect_with("kernel", child.id(), "0.7") else {
+        reap(child);
+        return;
+    };
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let second = detect_with("kernel", child.id(), "1").unwrap();
+    let (a, b) = (freq(&first["detection"]), freq(&second["detection"]));
+    assert!((a - 25.0).abs() / 25.0 < 0.01, "before the change: {a} Hz");
+    assert!((b - 40.0).abs() / 40.0 < 0.01, "after the change: {b} Hz");
+    child.wait_with_output().unwrap();
 }

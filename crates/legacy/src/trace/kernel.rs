@@ -48,6 +48,7 @@ struct Collected {
 /// Trace `opts.pid` with perf tracepoints for `opts.duration`.
 pub fn trace(opts: &Options) -> Result<Trace, TraceError> {
     let t0 = now_ns();
+    refuse_other_users(opts.pid)?;
     let ids = tracepoint_ids()?;
     let filter = filter_expr(opts);
     let mut s = open_all(opts.pid, ids, &filter)?;
@@ -87,6 +88,20 @@ fn os(what: &str, source: std::io::Error) -> TraceError {
     }
 }
 
+/// Without root, a process of another user is refused before anything is
+/// opened (the kernel would refuse its perf events too: it asks for the
+/// same access as ptrace).
+fn refuse_other_users(pid: i32) -> Result<(), TraceError> {
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(format!("/proc/{pid}")).map(|m| m.uid());
+    // SAFETY: geteuid has no preconditions.
+    let me = unsafe { libc::geteuid() };
+    if me != 0 && owner.is_ok_and(|u| u != me) {
+        return Err(permission_error(pid));
+    }
+    Ok(())
+}
+
 /// Read the tracepoint ids from tracefs, mounting it at /sys/kernel/tracing
 /// when it is not mounted (and we may).
 fn tracepoint_ids() -> Result<Ids, TraceError> {
@@ -119,8 +134,9 @@ fn tracepoint_ids() -> Result<Ids, TraceError> {
     });
     let (enter, exit) = found.ok_or_else(|| {
         TraceError::Unavailable(
-            "the raw_syscalls tracepoints are not visible: tracefs is not mounted at \
-             /sys/kernel/tracing and could not be mounted (run as root, or mount it)"
+            "the raw_syscalls tracepoint ids cannot be read: tracefs is not mounted at \
+             /sys/kernel/tracing (and could not be mounted) or is readable by root only; \
+             run as root or use --tracer ptrace"
                 .into(),
         )
     })?;
