@@ -351,3 +351,86 @@ fn rate_change_mid_run_is_seen_in_each_half() {
     assert!((b - 40.0).abs() / 40.0 < 0.01, "after the change: {b} Hz");
     child.wait_with_output().unwrap();
 }
+
+/// A PNG that decodes, of a sensible size; an SVG document.
+fn assert_image(path: &std::path::Path) {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    if path.extension().unwrap() == "png" {
+        let dec = png::Decoder::new(std::io::Cursor::new(bytes));
+        let mut r = dec.read_info().expect("a PNG header");
+        let mut buf = vec![0; r.output_buffer_size()];
+        let info = r.next_frame(&mut buf).expect("PNG pixels decode");
+        assert!(info.width >= 800 && info.height >= 400, "{info:?}");
+        // Not blank: some pixels differ from the first.
+        assert!(buf.iter().any(|&b| b != buf[0]));
+    } else {
+        let s = String::from_utf8(bytes).unwrap();
+        assert!(s.contains("<svg") && s.contains("</svg>"), "not SVG");
+    }
+}
+
+#[test]
+fn plots_of_detect_and_analyze_are_images() {
+    let dir = std::env::temp_dir().join(format!("resound-legacy-plots-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for ext in ["png", "svg"] {
+        let f = dir.join(format!("sbf.{ext}"));
+        let out = legacy(&[
+            "analyze",
+            "--wcet",
+            "10",
+            "--period",
+            "40",
+            "--plot",
+            f.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_image(&f);
+    }
+    let bad = legacy(&[
+        "analyze", "--wcet", "10", "--period", "40", "--plot", "x.jpg",
+    ]);
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("must end in .png or .svg"));
+    // A recorded trace (written by `trace --out`) drawn as a spectrum.
+    if !ptrace_permitted() {
+        return;
+    }
+    let child = tool_periodic(&["--fps", "30", "--seconds", "1.5"]);
+    let tr = dir.join("t.jsonl");
+    let out = legacy(&[
+        "trace",
+        &child.id().to_string(),
+        "--seconds",
+        "1",
+        "--out",
+        tr.to_str().unwrap(),
+    ]);
+    reap(child);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for ext in ["png", "svg"] {
+        let f = dir.join(format!("spectrum.{ext}"));
+        let out = legacy(&[
+            "detect",
+            "--trace",
+            tr.to_str().unwrap(),
+            "--plot",
+            f.to_str().unwrap(),
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("period"));
+        assert_image(&f);
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

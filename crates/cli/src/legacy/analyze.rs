@@ -25,6 +25,9 @@ pub struct AnalyzeArgs {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Draw Z(t) against the demand and the minimum Q/T per T here (.png or .svg).
+    #[arg(long)]
+    plot: Option<std::path::PathBuf>,
 }
 
 /// Run `resound legacy analyze`.
@@ -42,6 +45,14 @@ pub fn run(a: AnalyzeArgs) -> Result<(), String> {
     }
     let n = ((to - from) / step + 1e-9).floor() as usize;
     let rows = budget_table(a.wcet, a.period, (0..=n).map(|i| from + i as f64 * step));
+    if let Some(p) = &a.plot {
+        let fig = super::plot::Figure::Supply {
+            wcet: a.wcet,
+            period: a.period,
+            rows: &rows,
+        };
+        super::plot::save(p, &fig)?;
+    }
     if a.json {
         println!("{}", serde_json::to_string(&rows).expect("rows serialise"));
         return Ok(());

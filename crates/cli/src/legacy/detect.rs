@@ -3,8 +3,8 @@
 
 use super::trace::{record, summary, Target};
 use clap::Args;
-use resound_legacy::detect::{detect, Detection, Estimate, Params, Select};
-use resound_legacy::events::read_trace;
+use resound_legacy::detect::{detect, spectrum, Detection, Estimate, Params, Select};
+use resound_legacy::events::{read_trace, Event};
 use std::path::PathBuf;
 
 /// Options of `resound legacy detect`.
@@ -45,6 +45,38 @@ pub struct DetectArgs {
     /// Use every event (entries and exits, as the paper) instead of the activations.
     #[arg(long)]
     all_events: bool,
+    /// Draw the spectrum with its peaks and the chosen frequency here (.png or .svg).
+    #[arg(long)]
+    plot: Option<PathBuf>,
+}
+
+/// The spectrum the detector saw (the events it selects) and its figure.
+fn plot(
+    path: &std::path::Path,
+    events: &[Event],
+    params: &Params,
+    d: &Detection,
+) -> Result<(), String> {
+    let mut t: Vec<u64> = events
+        .iter()
+        .filter(|e| match params.select {
+            Select::Activations => e.is_activation(),
+            Select::Entries => !e.is_activation(),
+            Select::All => true,
+        })
+        .map(|e| e.t_ns)
+        .collect();
+    t.sort_unstable();
+    let t0 = t.first().copied().unwrap_or(0);
+    let secs: Vec<f64> = t.iter().map(|&x| (x - t0) as f64 * 1e-9).collect();
+    let points = spectrum(&secs, params);
+    super::plot::save(
+        path,
+        &super::plot::Figure::Spectrum {
+            points: &points,
+            estimate: &d.overall,
+        },
+    )
 }
 
 fn line(e: &Estimate) -> String {
@@ -101,6 +133,9 @@ pub fn run(a: DetectArgs) -> Result<(), String> {
         }
     };
     let d = detect(&events, &params);
+    if let Some(p) = &a.plot {
+        plot(p, &events, &params, &d)?;
+    }
     if a.json {
         let v = serde_json::json!({"detection": d, "trace": info, "params": params});
         println!("{v}");

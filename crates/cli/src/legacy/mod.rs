@@ -5,6 +5,7 @@
 
 mod analyze;
 mod detect;
+mod plot;
 mod trace;
 
 use clap::Subcommand;
