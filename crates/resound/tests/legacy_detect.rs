@@ -2,6 +2,8 @@
 //! with known rates, traced with the ptrace tracer and with the kernel
 //! (perf tracepoint) tracer.
 
+mod common;
+
 use std::process::{Command, Stdio};
 
 fn tool_periodic(args: &[&str]) -> std::process::Child {
@@ -433,4 +435,63 @@ fn plots_of_detect_and_analyze_are_images() {
         assert_image(&f);
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `gst-launch-1.0` playing a live test video at `fps` into a clock-synced
+/// sink: a real media program of the distribution, unmodified.
+fn gstreamer(fps: u32) -> Option<std::process::Child> {
+    let caps = format!("video/x-raw,framerate={fps}/1");
+    let args = [
+        "-q",
+        "videotestsrc",
+        "is-live=true",
+        "!",
+        &caps,
+        "!",
+        "fakesink",
+        "sync=true",
+    ];
+    match Command::new("gst-launch-1.0")
+        .args(args)
+        .stdout(Stdio::null())
+        .spawn()
+    {
+        Ok(c) => Some(c),
+        Err(e) => {
+            common::skip_missing_tool("gstreamer_player", &format!("gst-launch-1.0: {e}"));
+            None
+        }
+    }
+}
+
+#[test]
+fn gstreamer_player_at_its_native_frame_rate_with_both_tracers() {
+    for fps in [25u32, 30] {
+        let Some(mut child) = gstreamer(fps) else {
+            return;
+        };
+        std::thread::sleep(std::time::Duration::from_millis(700));
+        for tracer in ["ptrace", "kernel"] {
+            if tracer == "ptrace" && !ptrace_permitted() {
+                continue;
+            }
+            let Some(v) = detect_with(tracer, child.id(), "2") else {
+                continue;
+            };
+            let f = freq(&v["detection"]);
+            let want = f64::from(fps);
+            assert!(
+                (f - want).abs() / want < 0.01,
+                "{tracer} at {fps} fps: {f} Hz: {v}"
+            );
+        }
+        // Still playing after being traced: it stops on SIGTERM, not before.
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "gst-launch-1.0 died while traced"
+        );
+        // SAFETY: signalling the child we started.
+        unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+        child.wait().unwrap();
+    }
 }
