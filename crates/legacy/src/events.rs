@@ -7,7 +7,7 @@ mod io;
 mod syscalls;
 
 pub use io::{read_trace, write_trace, TraceFileError};
-pub use syscalls::{default_set, parse_set, syscall_name, syscall_nr, SyscallSet};
+pub use syscalls::{default_set, parse_set, syscall_name, syscall_nr, SyscallSet, DEFAULT};
 
 use serde::{Deserialize, Serialize};
 

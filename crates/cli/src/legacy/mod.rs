@@ -5,6 +5,7 @@
 
 mod analyze;
 mod detect;
+mod experiment;
 mod plot;
 mod trace;
 
@@ -19,6 +20,9 @@ pub enum LegacyCmd {
     Detect(detect::DetectArgs),
     /// Supply-bound function of a CBS and the minimum budget for each server period.
     Analyze(analyze::AnalyzeArgs),
+    /// The paper's experiments beside resound's results: detection,
+    /// tracer-overhead, supply-bound.
+    Experiment(experiment::ExperimentArgs),
 }
 
 /// Run one `legacy` subcommand.
@@ -27,5 +31,6 @@ pub fn run(cmd: LegacyCmd) -> Result<(), String> {
         LegacyCmd::Trace(a) => trace::run(a),
         LegacyCmd::Detect(a) => detect::run(a),
         LegacyCmd::Analyze(a) => analyze::run(a),
+        LegacyCmd::Experiment(a) => experiment::run(a),
     }
 }
