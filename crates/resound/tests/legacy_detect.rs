@@ -495,3 +495,98 @@ fn gstreamer_player_at_its_native_frame_rate_with_both_tracers() {
         child.wait().unwrap();
     }
 }
+
+/// Temporary system users made for one test and removed when dropped.
+struct TempUsers(Vec<String>);
+
+impl TempUsers {
+    /// Make users `names` (no home); `None` (and a printed SKIP) if not permitted.
+    fn make(names: &[String]) -> Option<Self> {
+        let mut made = TempUsers(Vec::new());
+        for n in names {
+            let ok = Command::new("useradd")
+                .args(["-M", "-r", "-s", "/usr/sbin/nologin", n])
+                .output()
+                .is_ok_and(|o| o.status.success());
+            if !ok {
+                println!("SKIP: cannot make a temporary user with useradd (not root?)");
+                return None;
+            }
+            made.0.push(n.clone());
+        }
+        Some(made)
+    }
+
+    fn id(name: &str, flag: &str) -> String {
+        let out = Command::new("id").args([flag, name]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+}
+
+impl Drop for TempUsers {
+    fn drop(&mut self) {
+        for n in &self.0 {
+            let _ = Command::new("userdel").arg(n).output();
+        }
+    }
+}
+
+/// `setpriv` running `prog args` as user `name`.
+fn as_user(name: &str, prog: &str) -> Command {
+    let mut c = Command::new("setpriv");
+    c.arg(format!("--reuid={}", TempUsers::id(name, "-u")))
+        .arg(format!("--regid={}", TempUsers::id(name, "-g")))
+        .args(["--clear-groups", prog]);
+    c
+}
+
+#[test]
+fn a_process_of_another_user_is_refused_by_name() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
+    {
+        println!("SKIP: making users and switching to them needs root and setpriv");
+        return;
+    }
+    let tag = std::process::id();
+    let (owner, other) = (format!("rsdown{tag}"), format!("rsdoth{tag}"));
+    let Some(_users) = TempUsers::make(&[owner.clone(), other.clone()]) else {
+        return;
+    };
+    let mut child = as_user(&owner, env!("CARGO_BIN_EXE_resound-tool"))
+        .args(["periodic", "--fps", "25", "--seconds", "2.5"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let pid = child.id().to_string();
+    for tracer in ["ptrace", "kernel"] {
+        let out = as_user(&other, env!("CARGO_BIN_EXE_resound"))
+            .args([
+                "legacy",
+                "trace",
+                &pid,
+                "--seconds",
+                "0.5",
+                "--tracer",
+                tracer,
+            ])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success(),
+            "{tracer}: traced another user's process"
+        );
+        let want = format!(
+            "cannot trace PID {pid} (user {owner}): permission denied; run as {owner} or as root"
+        );
+        assert!(err.contains(&want), "{tracer}: {err}");
+    }
+    // Root may (rate accuracy is checked elsewhere), and the program was
+    // not disturbed by the refusals.
+    if let Some(v) = detect_with("kernel", child.id(), "1") {
+        assert!(v["detection"]["events"].as_u64().unwrap() > 10, "{v}");
+    }
+    assert!(child.wait().unwrap().success());
+}
