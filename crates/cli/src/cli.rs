@@ -100,6 +100,9 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         cmd: Vec<String>,
     },
+    /// Legacy applications: trace a process, find its period, analyse reservations.
+    #[command(subcommand)]
+    Legacy(crate::legacy::LegacyCmd),
 }
 
 /// Entry point of the binary.
@@ -112,6 +115,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
         Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),
         Cmd::Run { cmd } => run(cli.server.as_deref(), &cmd),
+        Cmd::Legacy(c) => crate::legacy::run(c),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {
@@ -374,7 +378,8 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
         | Cmd::Reserve(_)
         | Cmd::Profile(_)
         | Cmd::Monitor(_)
-        | Cmd::Run { .. } => unreachable!(),
+        | Cmd::Run { .. }
+        | Cmd::Legacy(_) => unreachable!(),
     }
     Ok(())
 }

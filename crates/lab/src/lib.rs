@@ -18,5 +18,6 @@
 
 pub mod experiment;
 pub mod harness;
+pub mod periodic;
 pub mod rtapp;
 pub mod tools;

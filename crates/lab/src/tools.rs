@@ -22,7 +22,7 @@ pub const COUNTER_MOD: u64 = 1 << 20;
     name = "resound-tool",
     version,
     about = "Real resound clients for demos, tests and benchmarks",
-    after_help = "Also: resound-tool rtapp [OPTIONS]: a periodic real-time task (not a client) that competes with the audio graph for the CPU; see resound-tool rtapp --help."
+    after_help = "Also: resound-tool rtapp [OPTIONS]: a periodic real-time task (not a client) that competes with the audio graph for the CPU; see resound-tool rtapp --help. resound-tool periodic [OPTIONS]: a program with a known frame rate for the legacy period detector; see resound-tool periodic --help."
 )]
 struct Cli {
     /// Client name.
@@ -210,7 +210,30 @@ pub fn main(argv: Vec<String>) -> i32 {
             }
         };
     }
+    if argv.get(1).map(String::as_str) == Some("periodic") {
+        return periodic_main(argv);
+    }
     client_main(argv)
+}
+
+/// `resound-tool periodic`: a program with a known period (not a client).
+fn periodic_main(argv: Vec<String>) -> i32 {
+    /// A program with a known period for the legacy period detector: each
+    /// thread releases a job every 1/fps, burns --work-us of CPU and blocks
+    /// in the chosen call until the next release; prints a JSON report.
+    #[derive(Parser)]
+    struct PeriodicCli {
+        #[command(flatten)]
+        args: crate::periodic::PeriodicArgs,
+    }
+    let argv = std::iter::once("resound-tool periodic".to_string()).chain(argv.into_iter().skip(2));
+    match crate::periodic::run(PeriodicCli::parse_from(argv).args) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("resound-tool periodic: {e}");
+            1
+        }
+    }
 }
 
 fn client_main(argv: Vec<String>) -> i32 {

@@ -1,1 +1,197 @@
-//! (being written)
+//! The two tracers that record a process's blocking-call and wake-up events
+//! into the [`crate::events`] model: [`ptrace`] (as in "The Wizard of OS: a
+//! Heartbeat for Legacy Multimedia Applications": the process stops at each
+//! system-call entry and exit) and [`kernel`] (the raw_syscalls tracepoints
+//! through perf events: the process never stops). [`trace`] runs on the
+//! caller's thread (ptrace requires every request from the attaching thread)
+//! plus a watchdog thread that ends the trace on time or on request.
+
+pub mod kernel;
+pub mod ptrace;
+mod stop;
+
+use crate::events::{Event, SyscallSet};
+use serde::Serialize;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Which tracer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tracer {
+    /// ptrace: stops at every system call (the paper's tracer).
+    Ptrace,
+    /// perf-event tracepoints: never stops the process.
+    Kernel,
+}
+
+impl std::str::FromStr for Tracer {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "ptrace" => Ok(Self::Ptrace),
+            "kernel" => Ok(Self::Kernel),
+            _ => Err(format!("unknown tracer '{s}' (ptrace or kernel)")),
+        }
+    }
+}
+
+/// What to trace and for how long.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The process (thread-group id).
+    pub pid: i32,
+    /// How long to trace.
+    pub duration: Duration,
+    /// The system calls of interest.
+    pub syscalls: SyscallSet,
+    /// Capacity of the preallocated event array.
+    pub capacity: usize,
+    /// Set to end the trace early (e.g. from a SIGINT handler).
+    pub stop: Arc<AtomicBool>,
+}
+
+impl Options {
+    /// Trace `pid` for `duration` with the default events.
+    pub fn new(pid: i32, duration: Duration) -> Self {
+        Self {
+            pid,
+            duration,
+            syscalls: crate::events::default_set(),
+            capacity: 1 << 20,
+            stop: Arc::new(AtomicBool::new(false)),
+        }
+    }
+}
+
+/// Why the trace ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum End {
+    /// The duration elapsed.
+    Timeout,
+    /// The stop flag was set.
+    Stopped,
+    /// The process exited (every traced thread is gone).
+    Exited,
+}
+
+/// A finished trace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Trace {
+    /// The events, sorted by time.
+    #[serde(skip)]
+    pub events: Vec<Event>,
+    /// Every thread seen (including threads created while tracing).
+    pub threads: Vec<i32>,
+    /// Child processes created while tracing (followed by ptrace; reported by kernel).
+    pub children: Vec<i32>,
+    /// How many times the process called exec while traced.
+    pub execs: u32,
+    /// Events lost (array full or kernel ring overrun).
+    pub lost: u64,
+    /// Why it ended.
+    pub end: End,
+    /// How long it ran, ns.
+    pub elapsed_ns: u64,
+    /// Which tracer.
+    pub tracer: Tracer,
+}
+
+/// Tracing could not start or failed.
+#[derive(Debug, thiserror::Error)]
+pub enum TraceError {
+    /// No such process.
+    #[error("no process with PID {0}")]
+    NoProcess(i32),
+    /// Not permitted.
+    #[error("cannot trace PID {pid} (user {user}): permission denied; {}", who_may(.user))]
+    Permission {
+        /// The process.
+        pid: i32,
+        /// Its owner's name (or uid).
+        user: String,
+    },
+    /// The kernel tracer is not available here.
+    #[error("kernel tracer unavailable: {0}")]
+    Unavailable(String),
+    /// Another system error.
+    #[error("{what}: {source}")]
+    Os {
+        /// What failed.
+        what: String,
+        /// The error.
+        source: std::io::Error,
+    },
+}
+
+/// Who may trace a process of `user`.
+fn who_may(user: &str) -> String {
+    if user == "root" {
+        "only root may trace it".into()
+    } else {
+        format!("run as {user} or as root")
+    }
+}
+
+/// Trace `opts.pid` with `tracer`.
+pub fn trace(tracer: Tracer, opts: &Options) -> Result<Trace, TraceError> {
+    check_process(opts.pid)?;
+    match tracer {
+        Tracer::Ptrace => ptrace::trace(opts),
+        Tracer::Kernel => kernel::trace(opts),
+    }
+}
+
+/// The threads of `pid` now.
+pub fn threads_of(pid: i32) -> Vec<i32> {
+    let mut v: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+/// Does `pid` exist (as a process, not a thread of another)?
+pub fn check_process(pid: i32) -> Result<(), TraceError> {
+    if pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}/task/{pid}")).exists() {
+        return Err(TraceError::NoProcess(pid));
+    }
+    Ok(())
+}
+
+/// The permission error for `pid`, naming its owner.
+pub fn permission_error(pid: i32) -> TraceError {
+    use std::os::unix::fs::MetadataExt;
+    let uid = std::fs::metadata(format!("/proc/{pid}"))
+        .map(|m| m.uid())
+        .ok();
+    let user = uid.map(user_name).unwrap_or_else(|| "?".into());
+    TraceError::Permission { pid, user }
+}
+
+fn user_name(uid: u32) -> String {
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    passwd
+        .lines()
+        .map(|l| l.split(':').collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == uid.to_string())
+        .map(|f| f[0].to_string())
+        .unwrap_or_else(|| uid.to_string())
+}
+
+/// CLOCK_MONOTONIC now, ns.
+pub(crate) fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -1,0 +1,316 @@
+//! `resound-tool periodic`: a program with a known period, for the legacy
+//! period detector and scheduler. Each of its threads releases a job every
+//! 1/fps (absolute release times on CLOCK_MONOTONIC, so no drift), burns
+//! `--work-us` of CPU, then blocks until the next release in the chosen
+//! system call. It needs no server. At the end the main thread prints one
+//! JSON report with each thread's frame (job start) times.
+
+use clap::{Parser, ValueEnum};
+use serde_json::json;
+use std::time::Duration;
+
+/// How a thread waits for its next release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Blocking {
+    /// `clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME)`.
+    Nanosleep,
+    /// `poll` with no descriptors and a millisecond timeout.
+    Poll,
+    /// `read` on a periodic timerfd.
+    Read,
+    /// `futex(FUTEX_WAIT_BITSET)` with an absolute timeout.
+    Futex,
+}
+
+/// Options of `resound-tool periodic`.
+#[derive(Debug, Clone, Parser)]
+pub struct PeriodicArgs {
+    /// Frames (jobs) per second of every thread.
+    #[arg(long, default_value_t = 25.0)]
+    pub fps: f64,
+    /// Period in milliseconds (instead of --fps).
+    #[arg(long, conflicts_with = "fps")]
+    pub period_ms: Option<f64>,
+    /// Number of periodic threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Per-thread rates (comma-separated, one per thread; overrides --fps).
+    #[arg(long, value_delimiter = ',')]
+    pub thread_fps: Vec<f64>,
+    /// CPU time each job burns, in microseconds.
+    #[arg(long, default_value_t = 2000)]
+    pub work_us: u64,
+    /// Change the rate this many seconds after the start...
+    #[arg(long, requires = "new_fps")]
+    pub change_at: Option<f64>,
+    /// ...to this many frames per second.
+    #[arg(long)]
+    pub new_fps: Option<f64>,
+    /// How the threads wait.
+    #[arg(long, value_enum, default_value_t = Blocking::Nanosleep)]
+    pub blocking: Blocking,
+    /// Random (exponential) intervals with the period as mean instead of a period.
+    #[arg(long)]
+    pub aperiodic: bool,
+    /// Run this long, in seconds.
+    #[arg(long, default_value_t = 5.0)]
+    pub seconds: f64,
+    /// Fork at this time: the child runs the same threads' loop until the end.
+    #[arg(long)]
+    pub fork_at: Option<f64>,
+    /// Exec the command after `--` at this time (the process keeps its pid).
+    #[arg(long, requires = "exec_cmd")]
+    pub exec_at: Option<f64>,
+    /// The command to exec with --exec-at.
+    #[arg(last = true)]
+    pub exec_cmd: Vec<String>,
+}
+
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn timespec(ns: u64) -> libc::timespec {
+    libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as _,
+        tv_nsec: (ns % 1_000_000_000) as _,
+    }
+}
+
+/// Burn `us` microseconds of this thread's CPU time.
+fn burn(us: u64) {
+    let end = thread_cpu_ns() + us * 1000;
+    let mut x = 0u64;
+    while thread_cpu_ns() < end {
+        for i in 0..200 {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+    }
+}
+
+/// A per-thread waiter for absolute release times.
+struct Waiter {
+    how: Blocking,
+    timerfd: i32,
+    word: u32,
+}
+
+impl Waiter {
+    fn new(how: Blocking) -> Self {
+        // SAFETY: plain syscall; the result is checked before use.
+        let timerfd = if how == Blocking::Read {
+            unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, 0) }
+        } else {
+            -1
+        };
+        Self {
+            how,
+            timerfd,
+            word: 0,
+        }
+    }
+
+    /// Block until CLOCK_MONOTONIC reaches `at` (ns).
+    fn until(&mut self, at: u64) {
+        let ts = timespec(at);
+        match self.how {
+            // SAFETY: `ts` outlives the call; a null remainder is allowed with TIMER_ABSTIME.
+            Blocking::Nanosleep => unsafe {
+                libc::clock_nanosleep(
+                    libc::CLOCK_MONOTONIC,
+                    libc::TIMER_ABSTIME,
+                    &ts,
+                    std::ptr::null_mut(),
+                );
+            },
+            Blocking::Poll => {
+                let ms = at.saturating_sub(now_ns()).div_ceil(1_000_000);
+                // SAFETY: no descriptors (null, 0) is valid for poll.
+                unsafe { libc::poll(std::ptr::null_mut(), 0, ms as i32) };
+            }
+            Blocking::Read => {
+                let spec = libc::itimerspec {
+                    it_interval: timespec(0),
+                    it_value: ts,
+                };
+                let mut buf = [0u8; 8];
+                // SAFETY: `spec` and `buf` outlive the calls; the fd is ours.
+                unsafe {
+                    libc::timerfd_settime(
+                        self.timerfd,
+                        libc::TFD_TIMER_ABSTIME,
+                        &spec,
+                        std::ptr::null_mut(),
+                    );
+                    libc::read(self.timerfd, buf.as_mut_ptr().cast(), 8);
+                }
+            }
+            // SAFETY: `self.word` is a live u32 nobody wakes; `ts` is an absolute
+            // CLOCK_MONOTONIC time as FUTEX_WAIT_BITSET expects.
+            Blocking::Futex => unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    &self.word as *const u32,
+                    libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
+                    0u32,
+                    &ts as *const libc::timespec,
+                    std::ptr::null::<u32>(),
+                    libc::FUTEX_BITSET_MATCH_ANY,
+                );
+            },
+        }
+    }
+}
+
+impl Drop for Waiter {
+    fn drop(&mut self) {
+        if self.timerfd >= 0 {
+            // SAFETY: the fd is ours and closed once.
+            unsafe { libc::close(self.timerfd) };
+        }
+    }
+}
+
+/// A tiny deterministic generator (xorshift64*), uniform in (0, 1].
+fn uniform(state: &mut u64) -> f64 {
+    *state ^= *state >> 12;
+    *state ^= *state << 25;
+    *state ^= *state >> 27;
+    ((state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 + 1.0) / (1u64 << 53) as f64
+}
+
+/// One thread's loop: jobs from `start` to `end` (ns); returns the job start times.
+fn thread_loop(a: &PeriodicArgs, fps: f64, start: u64, end: u64, seed: u64) -> (i32, Vec<u64>) {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    let mut w = Waiter::new(a.blocking);
+    let mut frames = Vec::with_capacity(
+        ((a.seconds + 1.0) * fps.max(a.new_fps.unwrap_or(0.0)) * 2.0) as usize + 16,
+    );
+    let change = a.change_at.map(|s| start + (s * 1e9) as u64);
+    let (mut next, mut rng) = (start, seed | 1);
+    while next < end {
+        w.until(next);
+        frames.push(now_ns());
+        burn(a.work_us);
+        let f = match (change, a.new_fps) {
+            (Some(c), Some(nf)) if next >= c => nf,
+            _ => fps,
+        };
+        let period = 1e9 / f;
+        let step = if a.aperiodic {
+            -period * uniform(&mut rng).ln()
+        } else {
+            period
+        };
+        next += (step as u64).max(1_000_000);
+    }
+    (tid, frames)
+}
+
+fn report(pid: u32, results: &[(i32, f64, Vec<u64>)]) -> serde_json::Value {
+    let threads: Vec<_> = results
+        .iter()
+        .map(|(tid, fps, f)| {
+            let iv: Vec<f64> = f.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e6).collect();
+            let mean = iv.iter().sum::<f64>() / iv.len().max(1) as f64;
+            json!({"tid": tid, "fps": fps, "frames": f.len(), "mean_interval_ms": mean, "frame_times_ns": f})
+        })
+        .collect();
+    json!({"pid": pid, "threads": threads})
+}
+
+fn rates(a: &PeriodicArgs) -> Result<Vec<f64>, String> {
+    let base = a.period_ms.map(|p| 1000.0 / p).unwrap_or(a.fps);
+    let r: Vec<f64> = (0..a.threads.max(1))
+        .map(|i| *a.thread_fps.get(i).unwrap_or(&base))
+        .collect();
+    if r.iter()
+        .chain(a.new_fps.iter())
+        .any(|f| !(*f > 0.0 && *f <= 10_000.0))
+    {
+        return Err("rates must be in (0, 10000] frames per second".into());
+    }
+    Ok(r)
+}
+
+/// Run the program; prints a `{"ready":..}` line at start and the report at the end.
+pub fn run(a: PeriodicArgs) -> Result<(), String> {
+    let rates = rates(&a)?;
+    let start = now_ns() + 20_000_000;
+    let end = start + (a.seconds * 1e9) as u64;
+    println!("{}", json!({"ready": true, "pid": std::process::id()}));
+    let stop_at = |s: Option<f64>| s.map(|s| start + (s * 1e9) as u64).filter(|&t| t < end);
+    let (fork_at, exec_at) = (stop_at(a.fork_at), stop_at(a.exec_at));
+    let phase_end = fork_at.or(exec_at).unwrap_or(end);
+    let mut results = run_threads(&a, &rates, start, phase_end);
+    if let Some(t) = exec_at.filter(|_| fork_at.is_none()) {
+        wait_until(t);
+        return exec(&a.exec_cmd);
+    }
+    if fork_at.is_some() {
+        // SAFETY: the process is single-threaded here (all workers joined).
+        let child = unsafe { libc::fork() };
+        if child < 0 {
+            return Err(format!("fork: {}", std::io::Error::last_os_error()));
+        }
+        let more = run_threads(&a, &rates, phase_end, end);
+        if child == 0 {
+            std::process::exit(0);
+        }
+        results.extend(more);
+        // SAFETY: reaping our own child.
+        unsafe { libc::waitpid(child, std::ptr::null_mut(), 0) };
+    }
+    println!("{}", report(std::process::id(), &results));
+    Ok(())
+}
+
+fn run_threads(a: &PeriodicArgs, rates: &[f64], start: u64, end: u64) -> Vec<(i32, f64, Vec<u64>)> {
+    std::thread::scope(|s| {
+        let hs: Vec<_> = rates
+            .iter()
+            .enumerate()
+            .map(|(i, &fps)| {
+                s.spawn(move || {
+                    (
+                        thread_loop(a, fps, start, end, 0x9E37 + i as u64 * 7919),
+                        fps,
+                    )
+                })
+            })
+            .collect();
+        hs.into_iter()
+            .map(|h| {
+                let ((tid, f), fps) = h.join().expect("a periodic thread panicked");
+                (tid, fps, f)
+            })
+            .collect()
+    })
+}
+
+fn wait_until(t: u64) {
+    std::thread::sleep(Duration::from_nanos(t.saturating_sub(now_ns())));
+}
+
+fn exec(cmd: &[String]) -> Result<(), String> {
+    use std::os::unix::process::CommandExt;
+    let err = std::process::Command::new(&cmd[0]).args(&cmd[1..]).exec();
+    Err(format!("exec {}: {err}", cmd[0]))
+}
