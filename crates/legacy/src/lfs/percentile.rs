@@ -1,0 +1,102 @@
+//! Budget from a percentile of the CPU time the thread really used per
+//! period (the alternative "The Wizard of OS: a Heartbeat for Legacy
+//! Multimedia Applications" points to: measure execution times instead of
+//! probing the scheduling error), with [`resound_sched::Predictor`].
+//!
+//! Fed once per reservation period with the CPU time of that period
+//! ([`PercentileCtl::on_period`]); decides every T_sample
+//! ([`PercentileCtl::on_sample`]): Q = percentile × (1 + margin), clamped.
+//! If the thread was late in the window (it used its whole budget in some
+//! period) the predictor cannot see its true demand, so the budget grows by
+//! `alpha` instead until it is no longer saturated.
+//!
+//! Threads: owned by the attach loop's thread. Pure: no syscalls, no clock.
+
+use super::{Limits, Observation};
+use resound_sched::Predictor;
+
+/// The percentile controller's parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PercentileConfig {
+    /// Percentile of the per-period CPU time (default 95).
+    pub percentile: f64,
+    /// Periods in the predictor's window (default 50: 2 s at 25 fps).
+    pub window: usize,
+    /// Headroom over the percentile (default 0.15).
+    pub margin: f64,
+    /// Growth factor while the budget is saturated (default 1.25).
+    pub alpha: f64,
+    /// Budget clamps and change threshold.
+    pub limits: Limits,
+}
+
+impl PercentileConfig {
+    /// The defaults for reservation period `period_ns`.
+    pub fn for_period(period_ns: u64) -> PercentileConfig {
+        PercentileConfig {
+            percentile: 95.0,
+            window: 50,
+            margin: 0.15,
+            alpha: 1.25,
+            limits: Limits::for_period(period_ns),
+        }
+    }
+}
+
+/// One thread's percentile controller. See the [module docs](self).
+#[derive(Debug, Clone)]
+pub struct PercentileCtl {
+    cfg: PercentileConfig,
+    pred: Predictor,
+    applied_ns: u64,
+    saturated: bool,
+}
+
+impl PercentileCtl {
+    /// Starts at budget `initial_ns` (clamped). Allocates the predictor.
+    pub fn new(cfg: PercentileConfig, initial_ns: u64) -> PercentileCtl {
+        PercentileCtl {
+            pred: Predictor::new(cfg.window, cfg.percentile),
+            applied_ns: cfg.limits.clamp(initial_ns as f64),
+            cfg,
+            saturated: false,
+        }
+    }
+
+    /// The budget last returned, ns.
+    pub fn budget_ns(&self) -> u64 {
+        self.applied_ns
+    }
+
+    /// The CPU time the thread used in one reservation period. A period
+    /// in which it used (nearly) its whole budget marks the budget saturated.
+    pub fn on_period(&mut self, cpu_ns: u64) {
+        self.pred.push(cpu_ns);
+        if cpu_ns as f64 >= 0.97 * self.applied_ns as f64 {
+            self.saturated = true;
+        }
+    }
+
+    /// One decision at the end of a T_sample window; `late` is whether the
+    /// window showed the thread late (see [`super::Lfs::is_late`]). Returns
+    /// the new budget when it moved past the threshold.
+    pub fn on_sample(&mut self, obs: &Observation, late: bool) -> Option<u64> {
+        let _ = obs;
+        let grow = late || self.saturated;
+        self.saturated = false;
+        let q = if grow {
+            self.pred.flush();
+            self.applied_ns as f64 * self.cfg.alpha
+        } else {
+            let p = self.pred.predict()?;
+            p as f64 * (1.0 + self.cfg.margin)
+        };
+        let q = self.cfg.limits.clamp(q);
+        if self.cfg.limits.moved(self.applied_ns, q) {
+            self.applied_ns = q;
+            Some(q)
+        } else {
+            None
+        }
+    }
+}
