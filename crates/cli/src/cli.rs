@@ -91,6 +91,9 @@ enum Cmd {
     /// clients next to a competing periodic real-time task, and tabulate xruns,
     /// end-of-chain times, the task's deadline misses and the reserved bandwidth.
     Experiment(resound_lab::experiment::ExperimentArgs),
+    /// Legacy (unmodified) multimedia programs: adaptive SCHED_DEADLINE reservations.
+    #[command(subcommand)]
+    Legacy(crate::legacy::LegacyCmd),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
     /// Run a JACK program on resound: CMD starts with resound's libjack.so.0
@@ -109,6 +112,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Demo(a) => crate::demo::run(a),
         Cmd::Experiment(a) => resound_lab::experiment::run(a),
         Cmd::Reserve(a) => reserve(a),
+        Cmd::Legacy(a) => crate::legacy::main(cli.server.as_deref(), a),
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
         Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),
         Cmd::Run { cmd } => run(cli.server.as_deref(), &cmd),
@@ -374,6 +378,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
         | Cmd::Reserve(_)
         | Cmd::Profile(_)
         | Cmd::Monitor(_)
+        | Cmd::Legacy(_)
         | Cmd::Run { .. } => unreachable!(),
     }
     Ok(())

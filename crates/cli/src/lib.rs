@@ -11,5 +11,6 @@
 
 pub mod cli;
 pub mod demo;
+pub mod legacy;
 pub mod monitor;
 pub mod profile;

@@ -123,7 +123,10 @@ fn percentile_follows_a_step_in_demand() {
     assert!((5_000_000..=6_500_000).contains(&b), "budget {b} for 5 ms");
     run(&mut ctl, &mut clock, 15_000_000, 20);
     let b = ctl.budget_ns();
-    assert!((15_000_000..=19_000_000).contains(&b), "budget {b} for 15 ms");
+    assert!(
+        (15_000_000..=19_000_000).contains(&b),
+        "budget {b} for 15 ms"
+    );
     run(&mut ctl, &mut clock, 3_000_000, 20);
     let b = ctl.budget_ns();
     assert!((3_000_000..=4_000_000).contains(&b), "budget {b} for 3 ms");

@@ -1,0 +1,51 @@
+//! Who admits the bandwidth of a legacy process's reservations: the audio
+//! server's ledger when a server runs (implemented by the `resound legacy`
+//! command over the control socket), else a local
+//! [`resound_sched::Ledger::from_system`].
+//!
+//! Threads: the attach loop's thread.
+
+use resound_sched::Ledger;
+
+/// A bandwidth bookkeeper. `reserve` sets what `tid` holds (grow or shrink).
+pub trait Admission {
+    /// Admit `bandwidth` (CPUs) for `tid`, replacing what it held; on refusal
+    /// a message that says what was asked, what is free and who holds it.
+    fn reserve(&mut self, tid: i32, bandwidth: f64) -> Result<(), String>;
+    /// Forget `tid`.
+    fn release(&mut self, tid: i32);
+    /// Where the ledger lives, for messages ("local ledger", "audio server 'default'").
+    fn describe(&self) -> String;
+}
+
+/// The local ledger: the system's SCHED_DEADLINE capacity, this process's
+/// reservations only (the kernel's own admission test still applies).
+#[derive(Debug)]
+pub struct LocalLedger(pub Ledger);
+
+impl LocalLedger {
+    /// A ledger over the system's capacity.
+    pub fn from_system() -> LocalLedger {
+        LocalLedger(Ledger::from_system())
+    }
+}
+
+impl Admission for LocalLedger {
+    fn reserve(&mut self, tid: i32, bandwidth: f64) -> Result<(), String> {
+        self.0.reserve(tid, bandwidth).map_err(|e| {
+            format!(
+                "needs {:.2} CPU, {:.2} free (local ledger of {:.2} CPU holds {:.2})",
+                e.asked,
+                e.free,
+                e.capacity,
+                self.0.used()
+            )
+        })
+    }
+    fn release(&mut self, tid: i32) {
+        self.0.release(tid);
+    }
+    fn describe(&self) -> String {
+        "local ledger".into()
+    }
+}
