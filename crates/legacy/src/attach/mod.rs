@@ -315,7 +315,7 @@ pub fn run(mut a: Attachment<'_>, mut keep_going: impl FnMut() -> bool) -> Summa
             .collect();
         a.forget(&gone);
         tick += 1;
-        if tick % per_sample == 0 {
+        if tick.is_multiple_of(per_sample) {
             let now = Instant::now();
             let window = now - last_sample;
             last_sample = now;
