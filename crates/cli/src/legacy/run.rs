@@ -35,9 +35,14 @@ pub struct ReserveOpts {
     /// Smallest budget (microseconds; default 1 % of the period, at least 100).
     #[arg(long)]
     min_us: Option<u64>,
-    /// First budget (microseconds; default a tenth of the period).
+    /// First budget (microseconds; default: each thread's CPU time per job,
+    /// watched for --observe-ms before attaching, plus 15 %).
     #[arg(long)]
     initial_us: Option<u64>,
+    /// How long to watch the threads before attaching (milliseconds; 0:
+    /// start at a tenth of the period).
+    #[arg(long, default_value_t = 500)]
+    observe_ms: u64,
     /// GRUB reclaiming: threads may use bandwidth others leave unused.
     #[arg(long)]
     reclaim: bool,
@@ -93,6 +98,7 @@ fn options(pid: i32, o: &ReserveOpts) -> Result<Options, String> {
     x.sample_ns = o.sample_ms.max(1) * 1_000_000;
     x.min_ns = o.min_us.map(|v| v * 1000);
     x.initial_ns = o.initial_us.map(|v| v * 1000);
+    x.observe_ns = o.observe_ms * 1_000_000;
     x.reclaim = o.reclaim;
     x.json = o.json;
     Ok(x)

@@ -45,8 +45,12 @@ pub struct Options {
     pub sample_ns: u64,
     /// Smallest budget (ns; default 1 % of T, at least 100 µs).
     pub min_ns: Option<u64>,
-    /// First budget (ns; default T / 10).
+    /// First budget (ns; default: measured, see `observe_ns`).
     pub initial_ns: Option<u64>,
+    /// Without `initial_ns`: watch the threads this long before attaching
+    /// and start each at its CPU time per job (at most its CPU rate × T)
+    /// + 15 % (T / 10 for a thread that ended no job); 0: start at T / 10.
+    pub observe_ns: u64,
     /// GRUB reclaiming (SCHED_FLAG_RECLAIM).
     pub reclaim: bool,
     /// Status lines as JSON.
@@ -65,6 +69,7 @@ impl Options {
             sample_ns: 500_000_000,
             min_ns: None,
             initial_ns: None,
+            observe_ns: 500_000_000,
             reclaim: false,
             json: false,
         }
@@ -119,8 +124,9 @@ impl<'a> Attachment<'a> {
             threads: Vec::new(),
         };
         let tids = a.o.threads.clone().unwrap_or_else(|| procfs::threads(pid));
-        for tid in tids {
-            if let Err(e) = a.adopt(tid) {
+        let first = a.first_budgets(&tids);
+        for (tid, q) in tids.into_iter().zip(first) {
+            if let Err(e) = a.adopt(tid, q) {
                 a.detach();
                 return Err(e);
             }
@@ -142,8 +148,39 @@ impl<'a> Attachment<'a> {
         self.threads.iter().map(|r| r.budget_ns as f64 / t).sum()
     }
 
-    fn adopt(&mut self, tid: i32) -> Result<(), String> {
-        let r = match Reserved::new(self.pid, tid, &self.o) {
+    /// The first budget of each thread: `initial_ns`, else its CPU time
+    /// per job over `observe_ns` plus 15 %, else T / 10.
+    fn first_budgets(&self, tids: &[i32]) -> Vec<u64> {
+        let fallback = self.o.initial_ns.unwrap_or(self.o.period_ns / 10);
+        if self.o.initial_ns.is_some() || self.o.observe_ns == 0 {
+            return vec![fallback; tids.len()];
+        }
+        let before: Vec<_> = tids
+            .iter()
+            .map(|t| procfs::counters(self.pid, *t))
+            .collect();
+        std::thread::sleep(Duration::from_nanos(self.o.observe_ns));
+        tids.iter()
+            .zip(before)
+            .map(|(t, b)| match (b, procfs::counters(self.pid, *t)) {
+                (Some(b), Some(a)) if a.voluntary > b.voluntary => {
+                    // A starved thread runs frames back to back without
+                    // blocking: its "jobs" then span several periods. Its CPU
+                    // rate times T bounds what one period needs.
+                    let cpu = a.cpu_ns - b.cpu_ns;
+                    let per_job = cpu / (a.voluntary - b.voluntary);
+                    let per_period =
+                        (cpu as u128 * self.o.period_ns as u128 / self.o.observe_ns as u128) as u64;
+                    let q = per_job.min(per_period);
+                    q + q * 15 / 100
+                }
+                _ => fallback,
+            })
+            .collect()
+    }
+
+    fn adopt(&mut self, tid: i32, first_ns: u64) -> Result<(), String> {
+        let r = match Reserved::new(self.pid, tid, &self.o, first_ns) {
             None => {
                 return Err(format!(
                     "thread {tid} is not a thread of process {}",
@@ -209,7 +246,8 @@ impl<'a> Attachment<'a> {
         if self.o.threads.is_none() {
             for tid in procfs::threads(pid) {
                 if !self.threads.iter().any(|r| r.tid == tid) {
-                    if let Err(e) = self.adopt(tid) {
+                    let first = self.o.initial_ns.unwrap_or(self.o.period_ns / 10);
+                    if let Err(e) = self.adopt(tid, first) {
                         eprintln!("resound legacy: new thread not reserved: {e}");
                     }
                 }

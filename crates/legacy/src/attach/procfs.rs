@@ -1,6 +1,7 @@
 //! What the attach loop reads about a thread from `/proc`: its CPU time and
 //! run-queue wait (`/proc/PID/task/TID/schedstat`), its voluntary context
-//! switches (`status`), and the process's threads and liveness.
+//! switches (`status`), whether it is blocked now (`stat`), and the
+//! process's threads and liveness.
 //!
 //! Why these: `clock_gettime` on another process's thread CPU clock is not
 //! allowed, `sched_getattr` gives the parameters but not the CBS state, and
@@ -23,6 +24,9 @@ pub struct Counters {
     pub wait_ns: u64,
     /// Voluntary context switches (blocking calls).
     pub voluntary: u64,
+    /// Blocked at the time of reading (state S or D in `stat`): every job
+    /// counted in `voluntary` has ended, none is half done.
+    pub sleeping: bool,
 }
 
 /// The thread's counters, `None` if it is gone.
@@ -36,10 +40,16 @@ pub fn counters(pid: i32, tid: i32) -> Option<Counters> {
         .lines()
         .find_map(|l| l.strip_prefix("voluntary_ctxt_switches:"))
         .and_then(|v| v.trim().parse().ok())?;
+    let stat = fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat")).ok()?;
+    let sleeping = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().next())
+        .is_some_and(|s| s == "S" || s == "D");
     Some(Counters {
         cpu_ns,
         wait_ns,
         voluntary,
+        sleeping,
     })
 }
 

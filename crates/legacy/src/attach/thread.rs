@@ -25,6 +25,10 @@ pub struct Reserved {
     ctl: Ctl,
     at_period: Counters,
     at_sample: Counters,
+    /// CPU time since the last read at which the thread was blocked.
+    job_cpu_ns: u64,
+    /// Jobs ended since then.
+    jobs_pending: u64,
     /// Budget applied (ns).
     pub budget_ns: u64,
     /// Mean job response time in the last window (ns), if a job ended.
@@ -34,9 +38,14 @@ pub struct Reserved {
 }
 
 impl Reserved {
-    /// Reads the thread's policy and counters and builds its controller;
-    /// applies nothing.
-    pub fn new(pid: i32, tid: i32, o: &Options) -> Option<Result<Reserved, SchedError>> {
+    /// Reads the thread's policy and counters and builds its controller
+    /// starting at budget `init_ns`; applies nothing.
+    pub fn new(
+        pid: i32,
+        tid: i32,
+        o: &Options,
+        init_ns: u64,
+    ) -> Option<Result<Reserved, SchedError>> {
         let c = procfs::counters(pid, tid)?;
         let old = match resound_sched::current(tid) {
             Ok(p) => p,
@@ -49,7 +58,7 @@ impl Reserved {
         lc.limits.min_ns = o.min_ns.unwrap_or(lc.limits.min_ns).min(o.period_ns);
         let mut pc = PercentileConfig::for_period(o.period_ns);
         pc.limits = lc.limits;
-        let init = o.initial_ns.unwrap_or(o.period_ns / 10);
+        let init = init_ns;
         let lfs = Lfs::new(lc, init);
         let budget_ns = lfs.budget_ns();
         let ctl = match o.controller {
@@ -62,6 +71,8 @@ impl Reserved {
             ctl,
             at_period: c,
             at_sample: c,
+            job_cpu_ns: 0,
+            jobs_pending: 0,
             budget_ns,
             response_ns: None,
             late: 0,
@@ -78,14 +89,25 @@ impl Reserved {
         }
     }
 
-    /// Once per reservation period: feeds the CPU time of the period to the
-    /// percentile controller. `false` when the thread is gone.
+    /// Once per reservation period: feeds the CPU time per job to the
+    /// percentile controller. CPU time is summed from one read at which the
+    /// thread was blocked to the next (then no job is half done) and divided
+    /// by the jobs that ended in between. `false` when the thread is gone.
     pub fn on_period(&mut self, pid: i32) -> bool {
         let Some(c) = procfs::counters(pid, self.tid) else {
             return false;
         };
-        if let Ctl::Percentile(p, _) = &mut self.ctl {
-            p.on_period(c.cpu_ns.saturating_sub(self.at_period.cpu_ns));
+        self.job_cpu_ns += c.cpu_ns.saturating_sub(self.at_period.cpu_ns);
+        self.jobs_pending += c.voluntary.saturating_sub(self.at_period.voluntary);
+        let jobs = self.jobs_pending;
+        if c.sleeping && jobs > 0 {
+            self.jobs_pending = 0;
+            if let Ctl::Percentile(p, _) = &mut self.ctl {
+                for _ in 0..jobs.min(8) {
+                    p.on_period(self.job_cpu_ns / jobs);
+                }
+            }
+            self.job_cpu_ns = 0;
         }
         self.at_period = c;
         true

@@ -3,8 +3,8 @@
 //! Multimedia Applications" points to: measure execution times instead of
 //! probing the scheduling error), with [`resound_sched::Predictor`].
 //!
-//! Fed once per reservation period with the CPU time of that period
-//! ([`PercentileCtl::on_period`]); decides every T_sample
+//! Fed with the CPU time of each job, as the attach loop measures it once
+//! per reservation period ([`PercentileCtl::on_period`]); decides every T_sample
 //! ([`PercentileCtl::on_sample`]): Q = percentile × (1 + margin), clamped.
 //! If the thread was late in the window (it used its whole budget in some
 //! period) the predictor cannot see its true demand, so the budget grows by
@@ -68,8 +68,9 @@ impl PercentileCtl {
         self.applied_ns
     }
 
-    /// The CPU time the thread used in one reservation period. A period
-    /// in which it used (nearly) its whole budget marks the budget saturated.
+    /// The CPU time one job of the thread used (at most one per reservation
+    /// period on average). A job that used (nearly) the whole budget marks
+    /// the budget saturated.
     pub fn on_period(&mut self, cpu_ns: u64) {
         self.pred.push(cpu_ns);
         if cpu_ns as f64 >= 0.97 * self.applied_ns as f64 {
