@@ -71,6 +71,14 @@ fn legacy(srv: Option<&Srv>, args: &[&str]) -> harness::Child {
     harness::Child::spawn(c, "resound legacy", &opts()).expect("resound legacy")
 }
 
+/// Waits for `c` to exit and for its output to be read to the end.
+fn finish(c: &mut harness::Child) -> std::process::ExitStatus {
+    let st = c.wait().expect("resound legacy exits");
+    assert!(c.lines().wait_closed(Duration::from_secs(5)));
+    assert!(c.log().wait_closed(Duration::from_secs(5)));
+    st
+}
+
 fn status_lines(c: &harness::Child) -> Vec<Value> {
     c.lines().all()
 }
@@ -119,7 +127,7 @@ fn attach_reserves_every_thread_adapts_and_restores_on_sigint() {
     assert!(n(last, "changes") > 0, "budgets never moved: {lines:?}");
     assert!(last["bandwidth"].as_f64().unwrap() > 0.0);
     harness::signal(a.pid(), libc::SIGINT);
-    let st = a.wait().expect("attach exits");
+    let st = finish(&mut a);
     assert!(st.success(), "attach failed: {}", a.log().text());
     for tid in tids(p.pid()) {
         assert_eq!(
@@ -159,9 +167,8 @@ fn run_detaches_when_the_program_exits() {
             "50",
         ],
     );
-    let st = r.wait().expect("run exits");
+    let st = finish(&mut r);
     assert!(st.success(), "run failed: {}", r.log().text());
-    assert!(r.lines().wait_closed(Duration::from_secs(5)));
     assert!(t0.elapsed() < Duration::from_secs(30));
     let lines = status_lines(&r);
     // The player's own report comes through on the same stdout.
@@ -182,7 +189,7 @@ fn a_process_that_exits_while_attached_is_handled() {
     let mut p = player(1, 2);
     let pid = p.pid().to_string();
     let mut a = legacy(None, &["attach", &pid, "--period", "40", "--no-server"]);
-    let st = a.wait().expect("attach exits");
+    let st = finish(&mut a);
     assert!(st.success(), "attach failed: {}", a.log().text());
     assert!(p.wait().expect("player").success());
     assert!(a.log().text().contains("detached from"));
@@ -227,11 +234,7 @@ fn the_audio_servers_ledger_holds_the_bandwidth_and_gets_it_back() {
     assert!(held > 0.01, "server ledger holds {held}");
     assert!((held - shown).abs() < 0.05, "ledger {held} vs tool {shown}");
     harness::signal(a.pid(), libc::SIGTERM);
-    assert!(
-        a.wait().expect("attach exits").success(),
-        "{}",
-        a.log().text()
-    );
+    assert!(finish(&mut a).success(), "{}", a.log().text());
     let after = srv.status().ledger_used;
     assert!((after - base).abs() < 1e-3, "ledger {after}, was {base}");
     assert_eq!(
@@ -262,7 +265,7 @@ fn bandwidth_is_refused_when_the_servers_ledger_is_full() {
         Some(&srv),
         &["attach", &pid, "--period", "40", "--initial-us", "8000"],
     );
-    let st = a.wait().expect("attach exits");
+    let st = finish(&mut a);
     assert!(!st.success());
     let err = a.log().text();
     assert!(
