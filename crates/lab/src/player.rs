@@ -97,7 +97,8 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
-/// Runs the player; prints `{"frames":N,"period_ms":..,"p50_ms":..,"p90_ms":..,"p95_ms":..,"max_ms":..,"late":N}`.
+/// Runs the player; prints `{"frames":N,"period_ms":..,"p50_ms":..,"p90_ms":..,"p95_ms":..,"max_ms":..,"late":N,"cpu_ms":..,"wall_ms":..}`
+/// (late: inter-frame times over 110 % of the period; cpu_ms: the process's CPU time).
 pub fn run(a: PlayerArgs) -> Result<(), String> {
     if a.fps <= 0.0 || !a.fps.is_finite() {
         return Err(format!("--fps must be positive, not {}", a.fps));
@@ -106,6 +107,7 @@ pub fn run(a: PlayerArgs) -> Result<(), String> {
         // SAFETY: the handler only stores to an atomic (async-signal-safe).
         unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
     }
+    let t0 = mono_ns(libc::CLOCK_MONOTONIC);
     let end = a.seconds.map_or(u64::MAX, |s| {
         mono_ns(libc::CLOCK_MONOTONIC) + (s * 1e9) as u64
     });
@@ -143,6 +145,8 @@ pub fn run(a: PlayerArgs) -> Result<(), String> {
         "p95_ms": pct(95.0),
         "max_ms": gaps.last().copied().unwrap_or(0.0),
         "late": gaps.iter().filter(|g| **g > period_ms * 1.1).count(),
+        "cpu_ms": mono_ns(libc::CLOCK_PROCESS_CPUTIME_ID) as f64 / 1e6,
+        "wall_ms": (mono_ns(libc::CLOCK_MONOTONIC) - t0) as f64 / 1e6,
     });
     if a.all {
         out["interframe_ms"] = json!(list);

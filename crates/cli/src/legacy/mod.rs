@@ -4,6 +4,7 @@
 //!
 //! Threads: the command's main thread.
 
+pub mod experiment;
 pub mod run;
 mod server_ledger;
 
@@ -14,6 +15,8 @@ pub enum LegacyCmd {
     Run(run::RunArgs),
     /// Put a running process's threads under adaptive SCHED_DEADLINE reservations until it exits or Ctrl-C.
     Attach(run::AttachArgs),
+    /// Adaptive-reservation experiments on a 25 fps player, beside the paper's values: table2 (LFS with T = 20..100 ms), goal (no reservation / lfs / percentile under an interfering real-time load), two-tasks (Fig. 3-4).
+    ReserveExperiment(experiment::ExperimentArgs),
 }
 
 /// Runs a `resound legacy` subcommand.
@@ -21,5 +24,6 @@ pub fn main(server: Option<&str>, cmd: LegacyCmd) -> Result<(), String> {
     match cmd {
         LegacyCmd::Run(a) => run::run(server, a),
         LegacyCmd::Attach(a) => run::attach(server, a),
+        LegacyCmd::ReserveExperiment(a) => experiment::run(a),
     }
 }

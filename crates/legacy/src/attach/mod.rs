@@ -47,9 +47,9 @@ pub struct Options {
     pub min_ns: Option<u64>,
     /// First budget (ns; default: measured, see `observe_ns`).
     pub initial_ns: Option<u64>,
-    /// Without `initial_ns`: watch the threads this long before attaching
-    /// and start each at its CPU time per job (at most its CPU rate × T)
-    /// + 15 % (T / 10 for a thread that ended no job); 0: start at T / 10.
+    /// Without `initial_ns`: watch the threads this long under a provisional
+    /// reservation (T / 2, at most 0.9 CPU in all) and restart each at its
+    /// CPU time per job + 15 %; 0: start at T / 10.
     pub observe_ns: u64,
     /// GRUB reclaiming (SCHED_FLAG_RECLAIM).
     pub reclaim: bool,
@@ -124,9 +124,20 @@ impl<'a> Attachment<'a> {
             threads: Vec::new(),
         };
         let tids = a.o.threads.clone().unwrap_or_else(|| procfs::threads(pid));
-        let first = a.first_budgets(&tids);
-        for (tid, q) in tids.into_iter().zip(first) {
-            if let Err(e) = a.adopt(tid, q) {
+        // Provisional budget while the threads are watched (see `settle`):
+        // generous, at most 0.9 CPU in all.
+        let t = a.o.period_ns;
+        let share = (t / 2).min((t as f64 * 0.9 / tids.len().max(1) as f64) as u64);
+        let measure = a.o.initial_ns.is_none() && a.o.observe_ns > 0;
+        let first =
+            a.o.initial_ns
+                .unwrap_or(if measure { share } else { t / 10 });
+        for tid in tids {
+            let r = match a.adopt(tid, first) {
+                Err(_) if measure && first > t / 10 => a.adopt(tid, t / 10),
+                r => r,
+            };
+            if let Err(e) = r {
                 a.detach();
                 return Err(e);
             }
@@ -134,6 +145,7 @@ impl<'a> Attachment<'a> {
         if a.threads.is_empty() {
             return Err(format!("process {pid} has no threads to reserve"));
         }
+        a.settle();
         Ok(a)
     }
 
@@ -148,35 +160,68 @@ impl<'a> Attachment<'a> {
         self.threads.iter().map(|r| r.budget_ns as f64 / t).sum()
     }
 
-    /// The first budget of each thread: `initial_ns`, else its CPU time
-    /// per job over `observe_ns` plus 15 %, else T / 10.
-    fn first_budgets(&self, tids: &[i32]) -> Vec<u64> {
-        let fallback = self.o.initial_ns.unwrap_or(self.o.period_ns / 10);
+    /// Without `initial_ns`: each thread's CPU time per job over
+    /// `observe_ns`, watched under the provisional reservation, plus 15 %
+    /// (its CPU rate × T if lower, for a thread that never blocked); the
+    /// controllers restart from there. Threads that ended no job keep theirs.
+    fn settle(&mut self) {
         if self.o.initial_ns.is_some() || self.o.observe_ns == 0 {
-            return vec![fallback; tids.len()];
+            return;
         }
-        let before: Vec<_> = tids
+        let pid = self.pid;
+        let before: Vec<_> = self
+            .threads
             .iter()
-            .map(|t| procfs::counters(self.pid, *t))
+            .map(|r| procfs::counters(pid, r.tid))
             .collect();
         std::thread::sleep(Duration::from_nanos(self.o.observe_ns));
-        tids.iter()
-            .zip(before)
-            .map(|(t, b)| match (b, procfs::counters(self.pid, *t)) {
-                (Some(b), Some(a)) if a.voluntary > b.voluntary => {
-                    // A starved thread runs frames back to back without
-                    // blocking: its "jobs" then span several periods. Its CPU
-                    // rate times T bounds what one period needs.
+        let (t, obs) = (self.o.period_ns, self.o.observe_ns);
+        let mut moves = Vec::new();
+        for (r, b) in self.threads.iter_mut().zip(before) {
+            if let (Some(b), Some(a)) = (b, procfs::counters(pid, r.tid)) {
+                if a.voluntary > b.voluntary {
                     let cpu = a.cpu_ns - b.cpu_ns;
                     let per_job = cpu / (a.voluntary - b.voluntary);
-                    let per_period =
-                        (cpu as u128 * self.o.period_ns as u128 / self.o.observe_ns as u128) as u64;
+                    let per_period = (cpu as u128 * t as u128 / obs as u128) as u64;
                     let q = per_job.min(per_period);
-                    q + q * 15 / 100
+                    moves.push((r.tid, r.restart(q + q * 15 / 100)));
                 }
-                _ => fallback,
-            })
-            .collect()
+            }
+        }
+        for (tid, q) in moves {
+            self.set_budget(tid, q);
+        }
+    }
+
+    /// Applies budget `q` to `tid` (admission first when it grows).
+    fn set_budget(&mut self, tid: i32, q: u64) -> bool {
+        let o = self.o.clone();
+        let Some(r) = self.threads.iter_mut().find(|r| r.tid == tid) else {
+            return false;
+        };
+        let bw = q as f64 / o.period_ns as f64;
+        if q > r.budget_ns {
+            if let Err(e) = self.adm.reserve(tid, bw) {
+                eprintln!("resound legacy: thread {tid}: growth refused: {e}");
+                return false;
+            }
+        }
+        match resound_sched::apply(tid, &Reserved::policy(q, &o)) {
+            Ok(()) => {
+                if q < r.budget_ns {
+                    let _ = self.adm.reserve(tid, bw);
+                }
+                r.budget_ns = q;
+                true
+            }
+            Err(e) => {
+                let _ = self
+                    .adm
+                    .reserve(tid, r.budget_ns as f64 / o.period_ns as f64);
+                eprintln!("resound legacy: thread {tid}: {e}");
+                false
+            }
+        }
     }
 
     fn adopt(&mut self, tid: i32, first_ns: u64) -> Result<(), String> {
@@ -211,36 +256,17 @@ impl<'a> Attachment<'a> {
     /// One T_sample step over every thread; returns the lines to print.
     fn sample(&mut self, now_ns: u64, window_ns: u64) -> u64 {
         let mut changes = 0;
-        let (pid, o) = (self.pid, self.o.clone());
-        let mut gone = Vec::new();
+        let pid = self.pid;
+        let (mut gone, mut moves) = (Vec::new(), Vec::new());
         for r in &mut self.threads {
             match r.on_sample(pid, now_ns, window_ns) {
                 None => gone.push(r.tid),
                 Some(None) => {}
-                Some(Some(q)) => {
-                    let bw = q as f64 / o.period_ns as f64;
-                    if q > r.budget_ns {
-                        if let Err(e) = self.adm.reserve(r.tid, bw) {
-                            eprintln!("resound legacy: thread {}: growth refused: {e}", r.tid);
-                            continue;
-                        }
-                    }
-                    match resound_sched::apply(r.tid, &Reserved::policy(q, &o)) {
-                        Ok(()) => {
-                            if q < r.budget_ns {
-                                let _ = self.adm.reserve(r.tid, bw);
-                            }
-                            r.budget_ns = q;
-                            changes += 1;
-                        }
-                        Err(e) => {
-                            let held = r.budget_ns as f64 / o.period_ns as f64;
-                            let _ = self.adm.reserve(r.tid, held);
-                            eprintln!("resound legacy: thread {}: {e}", r.tid);
-                        }
-                    }
-                }
+                Some(Some(q)) => moves.push((r.tid, q)),
             }
+        }
+        for (tid, q) in moves {
+            changes += self.set_budget(tid, q) as u64;
         }
         self.forget(&gone);
         if self.o.threads.is_none() {

@@ -141,6 +141,22 @@ impl Reserved {
         Some(decision)
     }
 
+    /// Restarts the controller from budget `q` (clamped); returns it. The
+    /// caller applies it.
+    pub fn restart(&mut self, q: u64) -> u64 {
+        match &mut self.ctl {
+            Ctl::Lfs(l) => {
+                *l = Lfs::new(*l.config(), q);
+                l.budget_ns()
+            }
+            Ctl::Percentile(p, probe) => {
+                *probe = Lfs::new(*probe.config(), q);
+                *p = PercentileCtl::new(*p.config(), q);
+                p.budget_ns()
+            }
+        }
+    }
+
     /// Takes the thread off its reservation and back to its old policy:
     /// shrink to the smallest budget first (a sleeping deadline thread reset
     /// from another thread can leak its admission bandwidth in the kernel; a

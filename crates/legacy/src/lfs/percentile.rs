@@ -6,9 +6,10 @@
 //! Fed with the CPU time of each job, as the attach loop measures it once
 //! per reservation period ([`PercentileCtl::on_period`]); decides every T_sample
 //! ([`PercentileCtl::on_sample`]): Q = percentile × (1 + margin), clamped.
-//! If the thread was late in the window (it used its whole budget in some
-//! period) the predictor cannot see its true demand, so the budget grows by
-//! `alpha` instead until it is no longer saturated.
+//! If the thread was late in the window, or more than a tenth of its jobs
+//! used the whole budget, the predictor cannot see its true demand (the
+//! budget cuts it off), so the budget grows by `alpha` instead until it is
+//! no longer saturated.
 //!
 //! Threads: owned by the attach loop's thread. Pure: no syscalls, no clock.
 
@@ -49,7 +50,9 @@ pub struct PercentileCtl {
     cfg: PercentileConfig,
     pred: Predictor,
     applied_ns: u64,
-    saturated: bool,
+    /// Jobs since the last decision, and how many of them used (nearly) the whole budget.
+    jobs: u32,
+    saturated: u32,
 }
 
 impl PercentileCtl {
@@ -59,8 +62,14 @@ impl PercentileCtl {
             pred: Predictor::new(cfg.window, cfg.percentile),
             applied_ns: cfg.limits.clamp(initial_ns as f64),
             cfg,
-            saturated: false,
+            jobs: 0,
+            saturated: 0,
         }
+    }
+
+    /// The parameters.
+    pub fn config(&self) -> &PercentileConfig {
+        &self.cfg
     }
 
     /// The budget last returned, ns.
@@ -69,12 +78,13 @@ impl PercentileCtl {
     }
 
     /// The CPU time one job of the thread used (at most one per reservation
-    /// period on average). A job that used (nearly) the whole budget marks
-    /// the budget saturated.
+    /// period on average). Jobs that used (nearly) the whole budget are
+    /// counted: more than a tenth of them marks the budget saturated.
     pub fn on_period(&mut self, cpu_ns: u64) {
         self.pred.push(cpu_ns);
+        self.jobs += 1;
         if cpu_ns as f64 >= 0.97 * self.applied_ns as f64 {
-            self.saturated = true;
+            self.saturated += 1;
         }
     }
 
@@ -83,8 +93,10 @@ impl PercentileCtl {
     /// the new budget when it moved past the threshold.
     pub fn on_sample(&mut self, obs: &Observation, late: bool) -> Option<u64> {
         let _ = obs;
-        let grow = late || self.saturated;
-        self.saturated = false;
+        // One job at the budget can be noise (a cache-cold frame); more than
+        // a tenth of the window's jobs cannot.
+        let grow = late || self.saturated * 10 > self.jobs;
+        (self.jobs, self.saturated) = (0, 0);
         let q = if grow {
             self.pred.flush();
             self.applied_ns as f64 * self.cfg.alpha
