@@ -15,7 +15,7 @@ enum Ctl {
     Percentile(PercentileCtl, Lfs),
 }
 
-/// See the [module docs](self).
+/// See the module docs.
 #[derive(Debug)]
 pub struct Reserved {
     /// Kernel thread id.

@@ -38,7 +38,7 @@ impl LfsConfig {
     }
 }
 
-/// One thread's LFSg state. See the [module docs](self).
+/// One thread's LFSg state. See the module docs.
 #[derive(Debug, Clone)]
 pub struct Lfs {
     cfg: LfsConfig,

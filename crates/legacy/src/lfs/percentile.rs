@@ -44,7 +44,7 @@ impl PercentileConfig {
     }
 }
 
-/// One thread's percentile controller. See the [module docs](self).
+/// One thread's percentile controller. See the module docs.
 #[derive(Debug, Clone)]
 pub struct PercentileCtl {
     cfg: PercentileConfig,
