@@ -319,3 +319,49 @@ fn bad_options_get_clear_errors() {
         "{err}"
     );
 }
+
+#[test]
+fn a_killed_tool_leaves_nothing_in_the_servers_ledger() {
+    if !deadline_or_skip("a_killed_tool_leaves_nothing_in_the_servers_ledger") {
+        return;
+    }
+    let srv = Srv::start(&["--sched", "fifo", "-d", "dummy", "-r", "48000", "-p", "256"]);
+    let mut p = player(1, 30);
+    let pid = p.pid().to_string();
+    let mut a = legacy(
+        Some(&srv),
+        &[
+            "attach",
+            &pid,
+            "--period",
+            "40",
+            "--json",
+            "--initial-us",
+            "8000",
+        ],
+    );
+    wait_for("attached", Duration::from_secs(20), || {
+        !status_lines(&a).is_empty()
+    });
+    assert!(srv.status().ledger_used > 0.1);
+    let _ = a.kill9();
+    wait_for(
+        "the server's ledger emptied",
+        Duration::from_secs(10),
+        || srv.status().ledger_used < 1e-3,
+    );
+    // SIGKILL gave the tool no chance to restore the player: do it here
+    // (shrink first, as the tool does).
+    let tid = p.pid() as i32;
+    let _ = resound_sched::apply(
+        tid,
+        &Policy::Deadline {
+            runtime_ns: 100_000,
+            deadline_ns: PERIOD_NS,
+            period_ns: PERIOD_NS,
+            reclaim: false,
+        },
+    );
+    let _ = resound_sched::apply(tid, &Policy::Other);
+    let _ = p.stop(Duration::from_secs(5));
+}

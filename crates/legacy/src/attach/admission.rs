@@ -49,3 +49,24 @@ impl Admission for LocalLedger {
         "local ledger".into()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_refusal_says_what_was_asked_and_what_is_free() {
+        let mut l = LocalLedger(Ledger::with_capacity(0.3));
+        l.reserve(1, 0.25).unwrap();
+        let e = l.reserve(2, 0.12).unwrap_err();
+        assert_eq!(
+            e,
+            "needs 0.12 CPU, 0.05 free (local ledger of 0.30 CPU holds 0.25)"
+        );
+        l.reserve(1, 0.1).unwrap();
+        l.reserve(2, 0.12).unwrap();
+        l.release(1);
+        l.release(2);
+        assert_eq!(l.0.used(), 0.0);
+    }
+}
