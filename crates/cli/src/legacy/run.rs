@@ -20,7 +20,7 @@ pub struct ReserveOpts {
     /// Only these threads (comma-separated TIDs; default: all, and new ones).
     #[arg(long, value_delimiter = ',')]
     threads: Option<Vec<i32>>,
-    /// Budget controller: lfs (the paper's LFSg) or percentile (of CPU time per period).
+    /// Budget controller: percentile (95th percentile of the CPU time per job, + 15 %) or lfs (the paper's LFSg: grow by alpha when late, else shrink by beta).
     #[arg(long, default_value = "percentile")]
     controller: ControllerKind,
     /// LFSg's multiplicative increase when late.
@@ -35,12 +35,13 @@ pub struct ReserveOpts {
     /// Smallest budget (microseconds; default 1 % of the period, at least 100).
     #[arg(long)]
     min_us: Option<u64>,
-    /// First budget (microseconds; default: each thread's CPU time per job,
-    /// watched for --observe-ms before attaching, plus 15 %).
+    /// First budget (microseconds; default: each thread's CPU time per job
+    /// plus 15 %, measured during --observe-ms).
     #[arg(long)]
     initial_us: Option<u64>,
-    /// How long to watch the threads before attaching (milliseconds; 0:
-    /// start at a tenth of the period).
+    /// How long to measure the threads under a provisional reservation
+    /// (half the period) before their first budgets (milliseconds; 0: start
+    /// at a tenth of the period).
     #[arg(long, default_value_t = 500)]
     observe_ms: u64,
     /// GRUB reclaiming: threads may use bandwidth others leave unused.
@@ -155,9 +156,10 @@ pub fn attach(server: Option<&str>, a: AttachArgs) -> Result<(), String> {
     go(server, a.pid, &a.opts, || true)
 }
 
-/// `resound legacy run -- CMD`: starts CMD, attaches, detaches when it exits
-/// (its exit status is reported), or on Ctrl-C (then CMD keeps running,
-/// back under its old policy... and is sent SIGTERM, as a foreground job).
+/// `resound legacy run -- CMD`: starts CMD, attaches, and detaches when it
+/// exits (a failing exit status is reported as an error). On SIGINT/SIGTERM,
+/// or when attaching fails, the threads are restored first, then CMD is sent
+/// SIGTERM and reaped: `run` does not leave its program behind.
 pub fn run(server: Option<&str>, a: RunArgs) -> Result<(), String> {
     let (prog, args) = a.cmd.split_first().ok_or("nothing to run")?;
     let mut child = std::process::Command::new(prog)
