@@ -110,6 +110,7 @@ fn attach_reserves_every_thread_adapts_and_restores_on_sigint() {
             "300",
             "--controller",
             "lfs",
+            "--reclaim",
         ],
     );
     wait_for("4 status lines", Duration::from_secs(20), || {
@@ -117,6 +118,13 @@ fn attach_reserves_every_thread_adapts_and_restores_on_sigint() {
     });
     for tid in tids(p.pid()) {
         assert_eq!(deadline_period(tid), Some(PERIOD_NS), "thread {tid}");
+        assert!(
+            matches!(
+                resound_sched::current(tid),
+                Ok(Policy::Deadline { reclaim: true, .. })
+            ),
+            "thread {tid}: --reclaim not set"
+        );
     }
     let lines = status_lines(&a);
     let last = lines.last().unwrap();
