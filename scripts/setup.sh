@@ -10,13 +10,17 @@ fi
 # The test command (scripts/test.sh) also needs Debian's Chromium for the
 # live monitor page test (headless), and, for the libjack tests, the
 # distribution's JACK headers (C test programs are compiled against them)
-# and its JACK programs (never its jackd).
+# and its JACK programs (never its jackd), and rt-app (an interfering
+# real-time load for the legacy-reservation experiments).
 if [ "${RESOUND_SETUP_TESTS:-0}" = 1 ]; then
     command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
     [ -f /usr/include/jack/jack.h ] || need_apt+=(libjack-jackd2-dev)
     [ -x /usr/bin/jack_lsp ] && [ -x /usr/bin/jack_midi_dump ] || need_apt+=(jackd2)
     # a real media program for the legacy period detector's tests
     command -v gst-launch-1.0 >/dev/null 2>&1 && [ -n "$(find /usr/lib -name libgstvideotestsrc.so 2>/dev/null | head -1)" ] || need_apt+=(gstreamer1.0-tools gstreamer1.0-plugins-base)
+
+    # The legacy-reservation experiments' interfering real-time load.
+    command -v rt-app >/dev/null 2>&1 || need_apt+=(rt-app)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then

@@ -115,7 +115,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
         Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),
         Cmd::Run { cmd } => run(cli.server.as_deref(), &cmd),
-        Cmd::Legacy(c) => crate::legacy::run(c),
+        Cmd::Legacy(c) => crate::legacy::run(cli.server.as_deref(), c),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {

@@ -6,7 +6,8 @@
 //! (a simulated clock for tests), the look-back [`verdict`]s, the
 //! reservations of the graph's real-time threads ([`reserve`]), the
 //! [`transport`] state machine, the DSP [`load`] statistics, and the
-//! [`events`] ring to the control side with the [`shared`] atomics.
+//! [`events`] ring to the control side with the [`shared`] atomics, and the
+//! admission of threads outside the graph into the same ledger ([`external`]).
 //!
 //! Dependencies between the modules go one way: `events` and `verdict` at
 //! the bottom, `reserve` on them, `cycle`/`engine` on everything.
@@ -16,6 +17,7 @@ pub mod cycle;
 pub mod driver;
 pub mod engine;
 pub mod events;
+pub mod external;
 pub mod load;
 pub mod reserve;
 pub mod shared;
@@ -27,5 +29,6 @@ pub use driver::dummy::DummyDriver;
 pub use driver::{Driver, Fault, Latencies, Period, Wake};
 pub use engine::{Engine, EngineConfig, FREEWHEEL_WAIT_NS};
 pub use events::{EventSink, RtEvent};
+pub use external::{ExternalReply, ExternalVerdict};
 pub use reserve::{kind, Command, Mode, ResStat, Reservations};
 pub use shared::EngineShared;

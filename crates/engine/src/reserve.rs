@@ -61,6 +61,17 @@ pub enum Command {
         /// Relative deadline (ns).
         deadline_ns: u64,
     },
+    /// Admit (or with `ppm` 0 release) `ppm` millionths of a CPU for a
+    /// thread outside the graph in the ledger; answered in
+    /// [`crate::ExternalReply`] under `seq` (see [`crate::external`]).
+    External {
+        /// Kernel thread id (the caller checked it exists).
+        tid: i32,
+        /// Bandwidth in millionths of a CPU; 0 releases.
+        ppm: u64,
+        /// Request sequence number, echoed in the reply.
+        seq: u64,
+    },
 }
 
 /// `ResStat::kind` values.
@@ -118,6 +129,8 @@ pub struct Reservations {
     freewheel_dropped: bool,
     /// Sets a thread's policy (`sched_setattr`; a fake in tests).
     apply: Applier,
+    /// Where [`Command::External`] is answered (None: such requests are ignored).
+    external: Option<Arc<crate::ExternalReply>>,
 }
 
 /// Sets policy `p` on thread `tid` (0: the calling thread) without
@@ -157,6 +170,29 @@ impl Reservations {
             cycles: 0,
             freewheel_dropped: false,
             apply: apply_rt,
+            external: None,
+        }
+    }
+
+    /// Answers [`Command::External`] requests in `reply` (the server's
+    /// [`crate::EngineShared::external`]).
+    pub fn with_external(mut self, reply: Arc<crate::ExternalReply>) -> Self {
+        self.external = Some(reply);
+        self
+    }
+
+    /// Admits or releases an external thread's bandwidth and answers.
+    /// Real-time safe.
+    fn external(&mut self, tid: i32, ppm: u64, seq: u64) {
+        let free = self.ledger.free();
+        let ok = if ppm == 0 {
+            self.ledger.release(tid);
+            true
+        } else {
+            self.ledger.reserve(tid, ppm as f64 / 1e6).is_ok()
+        };
+        if let Some(r) = &self.external {
+            r.answer(seq, ok, free, self.ledger.used());
         }
     }
 
@@ -443,6 +479,7 @@ impl Reservations {
                     self.update(slot, r, emit);
                 }
             }
+            (Command::External { tid, ppm, seq }, _) => self.external(tid, ppm, seq),
             _ => {}
         }
     }

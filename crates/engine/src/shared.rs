@@ -2,6 +2,7 @@
 //! the driver thread, read by the control threads (and the stop flag, the
 //! other way round).
 
+use crate::external::ExternalReply;
 use crate::reserve::ResStat;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
@@ -21,6 +22,8 @@ pub struct EngineShared {
     pub res: Arc<[ResStat]>,
     /// Bandwidth admitted by the ledger, millionths of a CPU.
     pub ledger_ppm: AtomicU64,
+    /// Answers to admission requests for threads outside the graph.
+    pub external: Arc<ExternalReply>,
 }
 
 impl EngineShared {
@@ -33,6 +36,7 @@ impl EngineShared {
             dropped_events: AtomicU64::new(0),
             res: (0..slots).map(|_| ResStat::default()).collect(),
             ledger_ppm: AtomicU64::new(0),
+            external: Arc::new(ExternalReply::default()),
         }
     }
 }

@@ -22,7 +22,7 @@ pub const COUNTER_MOD: u64 = 1 << 20;
     name = "resound-tool",
     version,
     about = "Real resound clients for demos, tests and benchmarks",
-    after_help = "Also: resound-tool rtapp [OPTIONS]: a periodic real-time task (not a client) that competes with the audio graph for the CPU; see resound-tool rtapp --help. resound-tool periodic [OPTIONS]: a program with a known frame rate for the legacy period detector; see resound-tool periodic --help."
+    after_help = "Also, programs that are not clients: resound-tool rtapp [OPTIONS], a periodic real-time task that competes with the audio graph for the CPU; resound-tool periodic [OPTIONS], a program with a known frame rate for the legacy period detector; resound-tool legacy-player [OPTIONS], a periodic frame loop standing in for an unmodified media player. Each has its own --help."
 )]
 struct Cli {
     /// Client name.
@@ -212,6 +212,25 @@ pub fn main(argv: Vec<String>) -> i32 {
     }
     if argv.get(1).map(String::as_str) == Some("periodic") {
         return periodic_main(argv);
+    }
+    if argv.get(1).map(String::as_str) == Some("legacy-player") {
+        /// A stand-in for an unmodified media player (not a client): CPU work
+        /// per frame, then sleep to the next frame; prints its inter-frame
+        /// times as one JSON line at the end.
+        #[derive(Parser)]
+        struct PlayerCli {
+            #[command(flatten)]
+            args: crate::player::PlayerArgs,
+        }
+        let argv = std::iter::once("resound-tool legacy-player".to_string())
+            .chain(argv.into_iter().skip(2));
+        return match crate::player::run(PlayerCli::parse_from(argv).args) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("resound-tool legacy-player: {e}");
+                1
+            }
+        };
     }
     client_main(argv)
 }

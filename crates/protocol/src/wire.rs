@@ -272,6 +272,18 @@ pub enum Request {
     },
     /// Removes every property of every subject.
     RemoveAllProperties,
+    /// Admits `bandwidth` CPUs (0: releases) for a thread outside the graph
+    /// (a legacy program's thread under a SCHED_DEADLINE reservation set by
+    /// `resound legacy`) in the server's admission ledger, replacing what it
+    /// held. Held until released or the session ends. Reply: [`Reply::Ok`],
+    /// or [`ErrorCode::Full`] saying what was asked, what is free and what
+    /// the server holds.
+    ReserveExternal {
+        /// Kernel thread id.
+        tid: i32,
+        /// CPUs (budget / period); 0 releases.
+        bandwidth: f64,
+    },
 }
 
 /// Replies.

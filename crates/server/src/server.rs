@@ -14,6 +14,7 @@
 //! | `session`, `handshake` | accepting connections, per-session reader and writer threads, the hello/welcome exchange | listener, session threads |
 //! | `dispatch` | routing a request to its family, converting graph errors | session threads |
 //! | `port_requests`, `client_requests`, `connection_requests`, `transport_requests`, `property_requests`, `internal_requests` | one family of requests each | session threads (state lock, except internal clients) |
+//! | `external_requests` | admitting threads outside the graph (legacy programs) in the driver's ledger | session threads (state lock) |
 //! | `status` | the `Status` and `ListPorts` replies | session threads (state lock) |
 //! | `shutdown` | [`Server::stop`] | the caller of `stop` |
 //!
@@ -51,6 +52,7 @@ mod connection_requests;
 mod dispatch;
 mod driver_thread;
 mod events;
+mod external_requests;
 mod handshake;
 mod internal_requests;
 mod notify;
@@ -122,6 +124,8 @@ struct State {
     xruns: Vec<u64>,
     /// Slots already being dropped for corrupting their record.
     condemned: Vec<u32>,
+    /// Threads outside the graph admitted in the ledger: (session id, tid).
+    external: Vec<(u64, i32)>,
 }
 
 impl Server {

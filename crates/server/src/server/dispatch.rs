@@ -88,6 +88,9 @@ impl Server {
             | Request::RemoveProperty { .. }
             | Request::RemoveProperties { .. }
             | Request::RemoveAllProperties => Self::property_request(st, req),
+            Request::ReserveExternal { tid, bandwidth } => {
+                self.reserve_external(st, id, tid, bandwidth)
+            }
             other => self.query(st, other),
         }
     }

@@ -81,7 +81,8 @@ pub(super) fn start(
         d.ledger,
         d.engine.res.clone(),
         d.commands,
-    );
+    )
+    .with_external(d.engine.external.clone());
     let driver = DummyDriver::new(
         ports.playback.len(),
         view.layout().caps.max_frames as usize,

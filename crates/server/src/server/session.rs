@@ -130,6 +130,7 @@ impl Server {
         let Some(sess) = st.sessions.remove(&id) else {
             return;
         };
+        self.release_external(&mut st, id);
         let Some(slot) = sess.slot else { return };
         let name = st
             .graph

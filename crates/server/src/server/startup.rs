@@ -54,6 +54,7 @@ impl Server {
                 sessions: HashMap::new(),
                 xruns: vec![0; caps.max_clients as usize],
                 condemned: vec![],
+                external: vec![],
                 metadata: Default::default(),
                 latency_custom: vec![false; caps.max_clients as usize],
             }),

@@ -61,7 +61,8 @@ impl Server {
             clients,
             sched: self.sched_desc.clone(),
             ledger_used: self.engine.ledger_ppm.load(Ordering::Relaxed) as f64 / 1e6,
-            ledger_capacity: if self.deadline_mode {
+            // Also without reservations of its own when threads outside the graph are admitted.
+            ledger_capacity: if self.deadline_mode || !st.external.is_empty() {
                 self.ledger_capacity
             } else {
                 0.0

@@ -7,6 +7,7 @@
 
 mod detection;
 mod overhead;
+mod reserve;
 mod supply;
 
 use clap::{Args, ValueEnum};
@@ -23,6 +24,13 @@ pub enum Name {
     TracerOverhead,
     /// Supply-bound function and minimum budget per server period (Fig. 1-2).
     SupplyBound,
+    /// LFS with server period T from 20 to 100 ms on a 25 fps player (Table II).
+    Table2,
+    /// No reservation, LFS and the percentile controller at T = P under an
+    /// interfering real-time load: the adaptive reservation's goal.
+    Goal,
+    /// Two periodic players under LFS with the same T varied (Fig. 3-4).
+    TwoTasks,
 }
 
 /// Options of `resound legacy experiment`.
@@ -43,6 +51,18 @@ pub struct ExperimentArgs {
     /// Write the rows (CSV, JSON) and the figure (PNG, SVG) into this directory.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Reservation experiments: CPU work per frame of the 25 fps player (microseconds).
+    #[arg(long, default_value_t = 10_000)]
+    work_us: u64,
+    /// Reservation experiments: jobs (frames) per run.
+    #[arg(long, default_value_t = 250)]
+    jobs: u64,
+    /// Reservation experiments: without the interfering real-time load.
+    #[arg(long)]
+    no_load: bool,
+    /// Reservation experiments: controller for table2 and two-tasks (lfs, as in the paper, or percentile).
+    #[arg(long, default_value = "lfs")]
+    controller: String,
 }
 
 /// Run one experiment.
@@ -57,6 +77,21 @@ pub fn run(a: ExperimentArgs) -> Result<(), String> {
         Name::Detection => detection::run(&a),
         Name::TracerOverhead => overhead::run(&a),
         Name::SupplyBound => supply::run(&a),
+        Name::Table2 => reserve::run(a.reserve_options("table2")),
+        Name::Goal => reserve::run(a.reserve_options("goal")),
+        Name::TwoTasks => reserve::run(a.reserve_options("two-tasks")),
+    }
+}
+
+impl ExperimentArgs {
+    fn reserve_options(&self, name: &'static str) -> reserve::ReserveOptions {
+        reserve::ReserveOptions {
+            name,
+            work_us: self.work_us,
+            jobs: self.jobs,
+            no_load: self.no_load,
+            controller: self.controller.clone(),
+        }
     }
 }
 

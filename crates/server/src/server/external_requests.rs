@@ -1,0 +1,87 @@
+//! `ReserveExternal`: threads outside the graph (legacy programs reserved by
+//! `resound legacy`) admitted in the driver thread's ledger, through
+//! `Command::External` and the engine's `ExternalReply` (see
+//! `resound_engine::external`). What each session holds is remembered here
+//! and released when the session ends, so a tool that dies leaks nothing.
+//!
+//! Threads: session threads (state lock held by the caller for the
+//! bookkeeping; the wait for the driver's answer is at most a few periods).
+
+use super::dispatch::werr;
+use super::{Server, State};
+use resound_engine::Command;
+use resound_protocol::wire::{ErrorCode, Reply, WireError};
+use std::time::Duration;
+
+/// How long to wait for the driver thread's answer.
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
+
+impl Server {
+    /// Admits or releases `bandwidth` for `tid` on behalf of session `id`.
+    pub(super) fn reserve_external(
+        &self,
+        st: &mut State,
+        id: u64,
+        tid: i32,
+        bandwidth: f64,
+    ) -> Result<Reply, WireError> {
+        if !(bandwidth.is_finite() && (0.0..=64.0).contains(&bandwidth)) {
+            return Err(werr(
+                ErrorCode::Protocol,
+                format!("bandwidth {bandwidth}: must be between 0 and the number of CPUs"),
+            ));
+        }
+        if bandwidth > 0.0 && !std::path::Path::new(&format!("/proc/{tid}")).exists() {
+            return Err(werr(ErrorCode::NotFound, format!("no thread {tid}")));
+        }
+        let v = self.external_command(tid, bandwidth)?;
+        if !v.ok {
+            return Err(werr(
+                ErrorCode::Full,
+                format!(
+                    "needs {bandwidth:.2} CPU, {:.2} free (audio server '{}' holds {:.2})",
+                    v.free, self.name, v.used
+                ),
+            ));
+        }
+        st.external.retain(|&(_, t)| t != tid);
+        if bandwidth > 0.0 {
+            st.external.push((id, tid));
+        }
+        Ok(Reply::Ok)
+    }
+
+    /// Releases everything session `id` held (at its end).
+    pub(super) fn release_external(&self, st: &mut State, id: u64) {
+        let mine: Vec<i32> = st
+            .external
+            .iter()
+            .filter(|e| e.0 == id)
+            .map(|e| e.1)
+            .collect();
+        st.external.retain(|e| e.0 != id);
+        for tid in mine {
+            let _ = self.external_command(tid, 0.0);
+        }
+    }
+
+    fn external_command(
+        &self,
+        tid: i32,
+        bandwidth: f64,
+    ) -> Result<resound_engine::ExternalVerdict, WireError> {
+        let ppm = (bandwidth * 1e6).ceil() as u64;
+        self.engine
+            .external
+            .request(ANSWER_TIMEOUT, |seq| {
+                let mut q = self.commands.lock().unwrap_or_else(|e| e.into_inner());
+                q.push(Command::External { tid, ppm, seq }).is_ok()
+            })
+            .ok_or_else(|| {
+                werr(
+                    ErrorCode::Internal,
+                    "the driver thread did not answer the admission request",
+                )
+            })
+    }
+}
