@@ -247,6 +247,14 @@ static void arm_timer(rt_t *rt)
 	timerfd_settime(rt->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
+/* Makes the descriptor readable at once, so that a poller sees a fault. */
+static void expire_timer(rt_t *rt)
+{
+	struct itimerspec its = { .it_value = { .tv_nsec = 1 } };
+
+	timerfd_settime(rt->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
 static void disarm_timer(rt_t *rt)
 {
 	struct itimerspec its = { 0 };
@@ -288,6 +296,13 @@ static snd_pcm_sframes_t unpaced_pointer(rt_t *rt)
 	return (snd_pcm_sframes_t)(pos % rt->boundary);
 }
 
+/* Reports an xrun: alsa-lib puts the stream in the XRUN state. */
+static snd_pcm_sframes_t xrun(rt_t *rt)
+{
+	expire_timer(rt); /* a poller wakes up and sees it */
+	return -EPIPE;
+}
+
 static snd_pcm_sframes_t rt_pointer(snd_pcm_ioplug_t *io)
 {
 	rt_t *rt = io->private_data;
@@ -295,6 +310,7 @@ static snd_pcm_sframes_t rt_pointer(snd_pcm_ioplug_t *io)
 
 	check_control_periodically(rt);
 	if (rt->vanished) {
+		expire_timer(rt);
 		snd_pcm_ioplug_set_state(io, SND_PCM_STATE_DISCONNECTED);
 		return (snd_pcm_sframes_t)(io->hw_ptr % rt->boundary);
 	}
@@ -302,13 +318,13 @@ static snd_pcm_sframes_t rt_pointer(snd_pcm_ioplug_t *io)
 		return (snd_pcm_sframes_t)(io->hw_ptr % rt->boundary);
 	if (rt->pending_xrun) {
 		rt->pending_xrun = false;
-		return -EPIPE;
+		return xrun(rt);
 	}
 	hw = rt->paced ? frames_now(rt) : (uint64_t)unpaced_pointer(rt);
 	if (rt->pending_suspend) {
 		rt->pending_suspend = false;
 		rt->base_frames = hw;
-		disarm_timer(rt);
+		expire_timer(rt); /* a poller wakes up and sees the suspend */
 		snd_pcm_ioplug_set_state(io, SND_PCM_STATE_SUSPENDED);
 		return (snd_pcm_sframes_t)(hw % rt->boundary);
 	}
@@ -318,10 +334,10 @@ static snd_pcm_sframes_t rt_pointer(snd_pcm_ioplug_t *io)
 		if (io->state == SND_PCM_STATE_DRAINING)
 			hw = appl; /* played to the end: alsa-lib stops the stream */
 		else
-			return -EPIPE; /* underrun: the writer fell behind */
+			return xrun(rt); /* underrun: the writer fell behind */
 	}
 	if (io->stream == SND_PCM_STREAM_CAPTURE && hw > appl + io->buffer_size)
-		return -EPIPE; /* overrun: the reader fell behind */
+		return xrun(rt); /* overrun: the reader fell behind */
 	arm_timer(rt);
 	return (snd_pcm_sframes_t)(hw % rt->boundary);
 }
@@ -441,9 +457,7 @@ static int rt_prepare(snd_pcm_ioplug_t *io)
 	check_control(rt);
 	if (rt->vanished)
 		return -ENODEV;
-	rt->pending_xrun = false;
-	rt->pending_suspend = false;
-	rt->base_frames = 0;
+	rt->base_frames = 0; /* requests seen now act once the stream runs */
 	rt->start_ns = now_ns();
 	arm_timer(rt); /* playback: readable, the buffer is empty */
 	return 0;
@@ -463,14 +477,6 @@ static int rt_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params)
 	while (rt->boundary * 2 <= LONG_MAX - io->buffer_size)
 		rt->boundary *= 2;
 	return 0;
-}
-
-static int rt_drain(snd_pcm_ioplug_t *io)
-{
-	rt_t *rt = io->private_data;
-
-	check_control(rt);
-	return rt->vanished ? -ENODEV : 0;
 }
 
 /* Frames the application may read or write now, from the card's position. */
@@ -541,7 +547,6 @@ static const snd_pcm_ioplug_callback_t rt_callback = {
 	.close = rt_close,
 	.hw_params = rt_hw_params,
 	.prepare = rt_prepare,
-	.drain = rt_drain,
 	.resume = rt_resume,
 	.poll_revents = rt_poll_revents,
 };
