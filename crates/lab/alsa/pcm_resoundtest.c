@@ -5,14 +5,15 @@
  *
  * It behaves like a card:
  *   - periods are paced on a timer (a timerfd is the poll descriptor; the
- *     DMA position returned by `pointer` advances with CLOCK_MONOTONIC from
- *     `start`), and a writer that falls behind (or a reader that does not
+ *     position returned by `pointer` advances with CLOCK_MONOTONIC from
+ *     `start`, a whole period at a time, like a DMA position seen at period
+ *     interrupts), and a writer that falls behind (or a reader that does not
  *     keep up) gets a real xrun;
  *   - playback data is consumed, and written to `playback_file` if given
- *     (raw interleaved frames in the negotiated format);
+ *     (raw interleaved frames in the negotiated format, as handed over);
  *   - capture data is produced: silence, or the raw interleaved frames of
  *     `capture_file` (looping with `capture_loop true`, else silence after
- *     its end);
+ *     its end), read as the application takes them;
  *   - faults are injected from outside the process through a control file
  *     (`control`), checked once a period and in every non-real-time
  *     callback. Writing a word into it:
