@@ -477,7 +477,8 @@ static int rt_hw_params(snd_pcm_ioplug_t *io, snd_pcm_hw_params_t *params)
 	rt->boundary = io->buffer_size;
 	while (rt->boundary * 2 <= LONG_MAX - io->buffer_size)
 		rt->boundary *= 2;
-	return 0;
+	/* A transfer moves at most a buffer: no allocation once running. */
+	return ensure_scratch(rt, io->buffer_size);
 }
 
 /* Frames the application may read or write now, from the card's position. */
@@ -669,6 +670,8 @@ static int set_constraints(rt_t *rt, const struct rt_conf *c)
 						   (unsigned int)c->channels_max)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIOD_BYTES, 64,
 						   1 << 20)) < 0 ||
+	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_BUFFER_BYTES, 128,
+						   16 << 20)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIODS, 2, 1024)) < 0)
 		return err;
 	if (c->n_rates > 0)

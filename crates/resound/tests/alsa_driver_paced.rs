@@ -97,10 +97,7 @@ fn status(srv: &Server) -> Status {
 
 /// Cycles per second over `secs`, measured from the server's status.
 fn cycle_rate(srv: &Server, secs: f64) -> f64 {
-    let (a, t0) = (status(srv).cycles, Instant::now());
-    std::thread::sleep(Duration::from_secs_f64(secs));
-    let (b, t1) = (status(srv).cycles, Instant::now());
-    (b - a) as f64 / (t1 - t0).as_secs_f64()
+    window(srv, secs).0
 }
 
 /// A client of the test that forwards its driver-level xrun notifications.
@@ -117,6 +114,16 @@ fn xrun_watcher(srv: &Server) -> (resound_client::Client, mpsc::Receiver<u64>) {
     (watcher, rx)
 }
 
+/// Cycles per second over a window of `secs`, and whether the server
+/// counted an xrun in it (a device xrun restarts the stream: time is lost).
+fn window(srv: &Server, secs: f64) -> (f64, bool) {
+    let (a, t0) = (status(srv), Instant::now());
+    std::thread::sleep(Duration::from_secs_f64(secs));
+    let (b, t1) = (status(srv), Instant::now());
+    let rate = (b.cycles - a.cycles) as f64 / (t1 - t0).as_secs_f64();
+    (rate, b.xruns > a.xruns)
+}
+
 #[test]
 fn cycles_follow_the_cards_periods_within_one_percent() {
     let test = "cycles_follow_the_cards_periods_within_one_percent";
@@ -128,12 +135,23 @@ fn cycles_follow_the_cards_periods_within_one_percent() {
     let _gen = srv.tool("gen", &["counter"], &mut || Ok(())).expect("gen");
     std::thread::sleep(Duration::from_secs(1));
     let want = RATE as f64 / PERIOD as f64;
-    let got = cycle_rate(&srv, 4.0);
-    println!("cycles per second: {got:.2} (card: {want:.2})");
-    assert!(
-        (got / want - 1.0).abs() <= 0.01,
-        "{got:.2} cycles/s, the card's periods come {want:.2} times a second"
-    );
+    // A window without xruns is paced by the card alone; on this shared
+    // machine a window may see one (the stream restarts), so up to 5 are
+    // measured and the first clean one decides.
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let (got, xrun) = window(&srv, 3.0);
+        println!("cycles per second: {got:.2} (card: {want:.2}; xrun in the window: {xrun})");
+        seen.push((got, xrun));
+        if !xrun {
+            assert!(
+                (got / want - 1.0).abs() <= 0.01,
+                "{got:.2} cycles/s, the card's periods come {want:.2} times a second"
+            );
+            return;
+        }
+    }
+    panic!("every 3 s window saw an xrun (machine too loaded?): {seen:?}");
 }
 
 #[test]
