@@ -2,8 +2,9 @@
 //! `resound_lab::harness::alsa` with an ALSA configuration of the test's
 //! own): the driver paces the graph on the card's periods, recovers from
 //! and reports an injected xrun, keeps clients running when the card
-//! vanishes and resumes on it when it is back, and refuses a rate the card
-//! does not offer at start-up.
+//! vanishes and resumes on it when it is back, refuses a rate the card
+//! does not offer at start-up, and carries audio captured from a file through
+//! a client into the recorded playback unchanged.
 //!
 //! Only jackd's documented ALSA options are used (`-d alsa -d DEVICE -r -p
 //! -n`). Where this `resoundd` has no ALSA driver the tests print `SKIP`.
