@@ -11,7 +11,8 @@
 //!   mmap, and through alsa-lib's own `file` + `null` plugins;
 //! * faults injected through the control file reach the application as
 //!   `-EPIPE`, `-ESTRPIPE` and `-ENODEV`, and it recovers from each;
-//! * a refused rate fails at `hw_params` and says which rates there are.
+//! * a refused rate fails at `hw_params` and says which rates there are;
+//! * with `paced false` the card never waits for a clock and stays exact.
 
 mod common;
 use common::skip_missing_tool;
@@ -472,5 +473,39 @@ fn a_refused_rate_fails_at_hw_params_and_says_which() {
         ok.status.success(),
         "{}",
         String::from_utf8_lossy(&ok.stdout)
+    );
+}
+
+#[test]
+fn an_unpaced_card_never_blocks_and_stays_exact() {
+    let test = "an_unpaced_card_never_blocks_and_stays_exact";
+    let dir = TestDir::new("unpaced");
+    let fmt = SampleFormat::S16;
+    let frames = 10 * RATE as usize;
+    let data = noise(frames * CHANNELS as usize * fmt.bytes(), 11);
+    let input = dir.0.join("input.raw");
+    std::fs::write(&input, &data).unwrap();
+    let Some(card) = card(test, &dir.0, &AlsaSpec::default()) else {
+        return;
+    };
+    // The card's `paced false` mode, added to the test's own configuration.
+    let out = dir.0.join("unpaced.raw");
+    let mut conf = std::fs::read_to_string(card.config_path()).unwrap();
+    conf += &format!(
+        "pcm.unpaced {{ type resoundtest paced false formats [ \"S16_LE\" ] \
+         capture_file \"{}\" playback_file \"{}\" }}\n",
+        input.display(),
+        out.display()
+    );
+    std::fs::write(card.config_path(), conf).unwrap();
+    let t0 = Instant::now();
+    let got = record(&card, "unpaced", fmt, frames, "rw");
+    run(alsa_util(&card, "aplay", "unpaced", fmt, 256).arg(&input));
+    let took = t0.elapsed();
+    assert!(got == data, "unpaced capture differs from its file");
+    assert_played(&data, &std::fs::read(&out).unwrap(), "unpaced playback");
+    assert!(
+        took < Duration::from_secs(5),
+        "20 s of audio took {took:?}: the unpaced card waited for a clock"
     );
 }
