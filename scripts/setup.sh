@@ -4,6 +4,9 @@ set -euo pipefail
 
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+# alsa-lib's headers: the ALSA driver links alsa-lib, and the test sound card
+# (an alsa-lib ioplug plugin, crates/lab/alsa) is compiled against them.
+[ -f /usr/include/alsa/pcm_ioplug.h ] || need_apt+=(libasound2-dev)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     need_apt+=(cargo rustc)
 fi
@@ -16,11 +19,14 @@ if [ "${RESOUND_SETUP_TESTS:-0}" = 1 ]; then
     command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
     [ -f /usr/include/jack/jack.h ] || need_apt+=(libjack-jackd2-dev)
     [ -x /usr/bin/jack_lsp ] && [ -x /usr/bin/jack_midi_dump ] || need_apt+=(jackd2)
-    # a real media program for the legacy period detector's tests
+    # A real media program for the legacy period detector's tests.
     command -v gst-launch-1.0 >/dev/null 2>&1 && [ -n "$(find /usr/lib -name libgstvideotestsrc.so 2>/dev/null | head -1)" ] || need_apt+=(gstreamer1.0-tools gstreamer1.0-plugins-base)
 
     # The legacy-reservation experiments' interfering real-time load.
     command -v rt-app >/dev/null 2>&1 || need_apt+=(rt-app)
+
+    # aplay/arecord: the ALSA test plugin's own tests drive it with them.
+    [ -x /usr/bin/aplay ] && [ -x /usr/bin/arecord ] || need_apt+=(alsa-utils)
 fi
 if [ ${#need_apt[@]} -gt 0 ]; then
     if [ "$(id -u)" -ne 0 ]; then

@@ -14,6 +14,7 @@
 //! Runs on the caller's thread, plus one reader thread per captured pipe.
 //! Nothing here is on the real-time path.
 
+pub mod alsa;
 mod bins;
 mod child;
 mod output;
