@@ -11,6 +11,13 @@ use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+/// These tests measure a program's timing: run them one at a time, so they
+/// do not disturb each other on a 2-core machine (reservations share the machine's SCHED_DEADLINE bandwidth).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 const PERIOD_NS: u64 = 40_000_000;
 
 fn deadline_or_skip(test: &str) -> bool {
@@ -92,6 +99,7 @@ fn deadline_period(tid: i32) -> Option<u64> {
 
 #[test]
 fn attach_reserves_every_thread_adapts_and_restores_on_sigint() {
+    let _serial = one_at_a_time();
     if !deadline_or_skip("attach_reserves_every_thread_adapts_and_restores_on_sigint") {
         return;
     }
@@ -152,6 +160,7 @@ fn attach_reserves_every_thread_adapts_and_restores_on_sigint() {
 
 #[test]
 fn run_detaches_when_the_program_exits() {
+    let _serial = one_at_a_time();
     if !deadline_or_skip("run_detaches_when_the_program_exits") {
         return;
     }
@@ -191,6 +200,7 @@ fn run_detaches_when_the_program_exits() {
 
 #[test]
 fn period_auto_detects_the_players_period_and_reserves_at_it() {
+    let _serial = one_at_a_time();
     if !deadline_or_skip("period_auto_detects_the_players_period_and_reserves_at_it") {
         return;
     }
@@ -231,6 +241,7 @@ fn period_auto_detects_the_players_period_and_reserves_at_it() {
 
 #[test]
 fn a_process_that_exits_while_attached_is_handled() {
+    let _serial = one_at_a_time();
     if !deadline_or_skip("a_process_that_exits_while_attached_is_handled") {
         return;
     }
@@ -245,6 +256,7 @@ fn a_process_that_exits_while_attached_is_handled() {
 
 #[test]
 fn the_audio_servers_ledger_holds_the_bandwidth_and_gets_it_back() {
+    let _serial = one_at_a_time();
     if !deadline_or_skip("the_audio_servers_ledger_holds_the_bandwidth_and_gets_it_back") {
         return;
     }
@@ -294,6 +306,7 @@ fn the_audio_servers_ledger_holds_the_bandwidth_and_gets_it_back() {
 
 #[test]
 fn bandwidth_is_refused_when_the_servers_ledger_is_full() {
+    let _serial = one_at_a_time();
     if !deadline_or_skip("bandwidth_is_refused_when_the_servers_ledger_is_full") {
         return;
     }
@@ -330,6 +343,7 @@ fn bandwidth_is_refused_when_the_servers_ledger_is_full() {
 
 #[test]
 fn bad_options_get_clear_errors() {
+    let _serial = one_at_a_time();
     let out = Command::new(RESOUND)
         .args([
             "legacy",
@@ -370,6 +384,7 @@ fn bad_options_get_clear_errors() {
 
 #[test]
 fn a_killed_tool_leaves_nothing_in_the_servers_ledger() {
+    let _serial = one_at_a_time();
     if !deadline_or_skip("a_killed_tool_leaves_nothing_in_the_servers_ledger") {
         return;
     }
