@@ -4,6 +4,9 @@ set -euo pipefail
 
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
+# alsa-lib's headers and pkg-config file: the ALSA driver (alsa crate) links it.
+[ -f /usr/include/alsa/asoundlib.h ] || need_apt+=(libasound2-dev)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     need_apt+=(cargo rustc)
 fi

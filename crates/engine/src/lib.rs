@@ -23,6 +23,7 @@ pub mod transport;
 pub mod verdict;
 
 pub use clock::{Clock, MonotonicClock, SimClock, SimPoint};
+pub use driver::alsa::{AlsaConfig, AlsaDriver};
 pub use driver::dummy::DummyDriver;
 pub use driver::{Driver, Fault, Latencies, Period, Wake};
 pub use engine::{Engine, EngineConfig, FREEWHEEL_WAIT_NS};

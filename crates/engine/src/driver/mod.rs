@@ -25,6 +25,7 @@
 //! Runs on the driver thread (real-time): every method but `open`, `start`
 //! and `stop` is called inside the cycle and must be real-time safe.
 
+pub mod alsa;
 pub mod dummy;
 
 use crate::clock::Clock;
@@ -34,8 +35,11 @@ use crate::clock::Clock;
 pub enum Fault {
     /// The device over- or underran; [`Driver::recover`] restarts it.
     Xrun,
-    /// The device is gone (unplugged, peer lost, end of input); the engine stops.
+    /// The device is gone (unplugged, peer lost, end of input); the engine
+    /// stops unless [`Driver::recover`] keeps the graph running without it.
     DeviceLost,
+    /// The device was suspended (`-ESTRPIPE`); [`Driver::recover`] resumes it.
+    Suspended,
     /// The device refused a setting (rate, period, channel count).
     Unsupported,
     /// An OS error (errno) the driver could not map to the above.
@@ -96,8 +100,17 @@ pub trait Driver {
     fn capture(&mut self, channel: usize, dst: &mut [f32]);
     /// Takes one playback channel's mixed output of this cycle. Real-time safe.
     fn playback(&mut self, channel: usize, src: &[f32]);
+    /// Every playback channel of this cycle was handed over: a device that
+    /// writes a whole period at once (ALSA) writes it now. A fault here is
+    /// kept and returned by the next [`Driver::wait`]. Real-time safe.
+    fn flush(&mut self) {}
     /// The device's latencies. Real-time safe.
     fn latencies(&self) -> Latencies;
     /// Brings the device back after `fault`; Err if it cannot. Real-time safe.
     fn recover(&mut self, fault: Fault) -> Result<(), Fault>;
+    /// True once after the driver came back to its device from running on
+    /// the clock after [`Fault::DeviceLost`]. Real-time safe.
+    fn take_resumed(&mut self) -> bool {
+        false
+    }
 }
