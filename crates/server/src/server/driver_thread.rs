@@ -29,7 +29,7 @@ pub(super) enum Device {
     /// `-d dummy` (built when the engine starts).
     Dummy,
     /// `-d alsa`, opened and negotiated.
-    Alsa(AlsaDriver),
+    Alsa(Box<AlsaDriver>),
 }
 
 impl Device {
@@ -53,7 +53,7 @@ impl Device {
                     shorts: a.shorts,
                 })?;
                 info!("ALSA: {}", d.describe());
-                Ok(Device::Alsa(d))
+                Ok(Device::Alsa(Box::new(d)))
             }
         }
     }
@@ -131,7 +131,7 @@ pub(super) fn start(
     profile: Option<Arc<ProfileSegment>>,
 ) -> Result<rtrb::Consumer<RtEvent>, String> {
     match (device, &cfg.driver) {
-        (Device::Alsa(alsa), _) => spawn(d, cfg, alsa, view, ports, profile),
+        (Device::Alsa(alsa), _) => spawn(d, cfg, *alsa, view, ports, profile),
         (Device::Dummy, DriverArgs::Dummy(dummy)) => {
             let driver = DummyDriver::new(
                 ports.playback.len(),
