@@ -204,6 +204,9 @@ pub struct AlsaArgs {
     /// Try 16-bit samples before 32-bit and float.
     #[arg(short = 'S', long = "shorts")]
     pub shorts: bool,
+    /// Use only this sample format (not a jackd option; default: the best the device offers, float first).
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub format: Option<AlsaFormat>,
     /// Accepted for jackd compatibility; no effect (hardware monitoring).
     #[arg(short = 'H', long = "hwmon")]
     pub hwmon: bool,
@@ -219,6 +222,36 @@ pub struct AlsaArgs {
     /// Accepted for jackd compatibility; no effect (ALSA MIDI driver).
     #[arg(short = 'X', long = "midi-driver", value_name = "DRIVER")]
     pub midi_driver: Option<String>,
+}
+
+/// `--format` values of the ALSA driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AlsaFormat {
+    /// 32-bit float.
+    Float,
+    /// 32-bit integer.
+    S32,
+    /// 24-bit integer packed in 3 bytes.
+    #[value(name = "s24_3")]
+    S24_3,
+    /// 24-bit integer in 4 bytes.
+    S24,
+    /// 16-bit integer.
+    S16,
+}
+
+impl AlsaFormat {
+    /// The driver's sample format.
+    pub fn sample_format(self) -> resound_engine::driver::alsa::convert::SampleFormat {
+        use resound_engine::driver::alsa::convert::SampleFormat as F;
+        match self {
+            AlsaFormat::Float => F::F32,
+            AlsaFormat::S32 => F::S32,
+            AlsaFormat::S24_3 => F::S24Packed,
+            AlsaFormat::S24 => F::S24In32,
+            AlsaFormat::S16 => F::S16,
+        }
+    }
 }
 
 impl AlsaArgs {
@@ -529,6 +562,11 @@ mod tests {
             (Some("cap".into()), Some("hw:0".into()))
         );
         assert!(p("resoundd -d alsa -n 1").is_err());
+        assert_eq!(
+            alsa("resoundd -d alsa --format s24_3").format,
+            Some(AlsaFormat::S24_3)
+        );
+        assert!(p("resoundd -d alsa --format u8").is_err());
         assert!(p("resoundd -d alsa -p 3")
             .unwrap_err()
             .to_string()

@@ -51,6 +51,7 @@ impl Device {
                     out_latency: a.output_latency,
                     soft: a.softmode,
                     shorts: a.shorts,
+                    format: a.format.map(|f| f.sample_format()),
                 })?;
                 info!("ALSA: {}", d.describe());
                 Ok(Device::Alsa(Box::new(d)))

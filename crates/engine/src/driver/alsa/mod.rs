@@ -56,6 +56,8 @@ pub struct AlsaConfig {
     pub soft: bool,
     /// Try 16-bit samples first.
     pub shorts: bool,
+    /// Use only this sample format (None: the best the device offers).
+    pub format: Option<convert::SampleFormat>,
 }
 
 /// State while the device is gone: cycles run on the clock.

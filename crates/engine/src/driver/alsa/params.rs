@@ -42,7 +42,7 @@ pub fn dir_name(d: Direction) -> &'static str {
 }
 
 /// The formats to try, in order of preference, with their encodings.
-fn format_order(shorts: bool) -> Vec<(Format, Encoding)> {
+fn format_order(shorts: bool, only: Option<SampleFormat>) -> Vec<(Format, Encoding)> {
     let e = |format, big_endian| Encoding { format, big_endian };
     let mut v = vec![
         (Format::FloatLE, e(SampleFormat::F32, false)),
@@ -59,6 +59,7 @@ fn format_order(shorts: bool) -> Vec<(Format, Encoding)> {
     if shorts {
         v.sort_by_key(|(_, e)| e.format != SampleFormat::S16);
     }
+    v.retain(|(_, e)| only.is_none_or(|f| f == e.format));
     v
 }
 
@@ -97,11 +98,14 @@ fn hw_params(
         })?;
         false
     };
-    let encoding = format_order(cfg.shorts)
+    let encoding = format_order(cfg.shorts, cfg.format)
         .into_iter()
         .find(|(f, _)| hw.test_format(*f).is_ok())
         .map(|(f, e)| hw.set_format(f).map(|()| e))
-        .ok_or_else(|| err("offers none of the formats FLOAT, S32, S24_3, S24, S16".into()))?
+        .ok_or_else(|| match cfg.format {
+            Some(f) => err(format!("does not offer the format {f:?}")),
+            None => err("offers none of the formats FLOAT, S32, S24_3, S24, S16".into()),
+        })?
         .map_err(|e| err(format!("format: {e}")))?;
     let (channels, device_channels) = channels(&hw, dir, cfg).map_err(err)?;
     hw.set_channels(device_channels)
