@@ -176,23 +176,27 @@ fn feeder(
         };
         let mut zeros = 0u64;
         let (mut sent, mut tail) = (0usize, 0usize);
-        while !stop.load(Ordering::Acquire) || tail < 8 {
-            let data = if !go.load(Ordering::Acquire) {
-                zeros += PERIOD as u64;
-                chunk(&mut std::iter::repeat_n([0, 0], PERIOD))
-            } else if sent < COUNTER_FRAMES {
+        // After `stop`, 8 more periods of silence push the last of the
+        // counter through the graph and the file plugin's buffer.
+        while tail < 8 {
+            if stop.load(Ordering::Acquire) {
+                tail += 1;
+            }
+            let data = if go.load(Ordering::Acquire) && sent < COUNTER_FRAMES {
                 lead.store(zeros, Ordering::Release);
                 let c = chunk(&mut (sent..sent + PERIOD).map(counter));
                 sent += PERIOD;
                 c
             } else {
-                tail += 1;
+                if sent == 0 {
+                    zeros += PERIOD as u64;
+                }
                 chunk(&mut std::iter::repeat_n([0, 0], PERIOD))
             };
             if f.write_all(&data).is_err() {
                 return;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(15));
         }
     })
 }
@@ -301,23 +305,47 @@ fn sample_exact(tag: &str, fmt: Fmt, format_arg: &str) {
         "output too short: {} bytes",
         raw.len()
     );
-    let first = (0..raw.len() / frame).find(|&j| at(j, 0) != 0);
-    assert_eq!(
-        first,
-        Some(start),
-        "first non-silent output frame (xruns: {})",
+    // Silence up to the counter's arrival, exactly `latency` frames late.
+    assert!(
+        (0..start).all(|j| at(j, 0) == 0 && at(j, 1) == 0),
+        "output before the counter"
+    );
+    // Each period of each channel is the counter exactly, or (when a client
+    // of the chain was late: an xrun the server reports) a stale earlier
+    // period; anything else is a conversion or latency error.
+    let (mut exact, mut stale) = (0u64, 0u64);
+    for k in 0..COUNTER_FRAMES / PERIOD {
+        for ch in 0..2 {
+            let got: Vec<i32> = (k * PERIOD..(k + 1) * PERIOD)
+                .map(|i| at(start + i, ch))
+                .collect();
+            let want = |m: usize| -> Vec<i32> {
+                (k * PERIOD..(k + 1) * PERIOD)
+                    .map(|i| i.checked_sub(m * PERIOD).map_or(0, |i| counter(i)[ch]))
+                    .collect()
+            };
+            if got == want(0) {
+                exact += 1;
+            } else if (1..=k + 1).any(|m| got == want(m)) {
+                stale += 1;
+            } else {
+                panic!("{fmt:?}: output period {k} channel {ch} is not the counter delayed by {latency}: {:?}..", &got[..4]);
+            }
+        }
+    }
+    eprintln!(
+        "{fmt:?}: {exact} periods exact, {stale} stale (server xruns: {})",
         st.xruns
     );
-    for i in 0..COUNTER_FRAMES {
-        let want = counter(i);
-        let got = [at(start + i, 0), at(start + i, 1)];
-        assert_eq!(
-            got,
-            want,
-            "output frame {} (counter frame {i}) in {fmt:?}",
-            start + i
-        );
-    }
+    assert!(
+        stale <= 2 * st.xruns,
+        "stale periods without an xrun: {stale} > 2 x {}",
+        st.xruns
+    );
+    assert!(
+        exact >= 2 * (COUNTER_FRAMES / PERIOD) as u64 * 3 / 4,
+        "{exact} exact periods"
+    );
 }
 
 #[test]
@@ -338,4 +366,126 @@ fn sample_exact_s32() {
 #[test]
 fn sample_exact_float() {
     sample_exact("float", Fmt::Float, "float");
+}
+
+/// A PCM that runs at 44100 Hz behind alsa-lib's rate converter accepts the
+/// common rates but not 2000 Hz: the server stops before it listens, saying
+/// what the device supports.
+#[test]
+fn refused_rate_fails_at_start_with_the_supported_rates() {
+    let (dir, _) = alsa_config("rate");
+    let conf = dir.join("asound-rate.conf");
+    std::fs::write(
+        &conf,
+        "pcm.rtest_rate { type rate slave { pcm { type null } rate 44100 } }\n",
+    )
+    .unwrap();
+    let sockets = dir.join("sockets");
+    let name = format!("alsa-rate-{}", std::process::id());
+    let out = Command::new(env!("CARGO_BIN_EXE_resoundd"))
+        .env("ALSA_CONFIG_PATH", config_path(&conf))
+        .env("RESOUND_DIR", &sockets)
+        .args([
+            "-n",
+            &name,
+            "-d",
+            "alsa",
+            "-d",
+            "rtest_rate",
+            "-r",
+            "2000",
+            "-p",
+            "256",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("rtest_rate refuses 2000 Hz; it supports 8000,"),
+        "{err}"
+    );
+    assert!(err.contains("44100, 48000"), "{err}");
+    assert!(
+        !sockets.join(format!("{name}.sock")).exists(),
+        "no client could have connected"
+    );
+}
+
+/// Runs `prog args` through `resound run` against `srv`, to completion.
+fn jack_program(srv: &Srv, prog: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(RESOUND);
+    c.env("RESOUND_DIR", &srv.dir)
+        .env_remove("RESOUND_SERVER")
+        .env_remove("JACK_DEFAULT_SERVER")
+        .args(["-s", &srv.name, "run", "--", prog])
+        .args(args);
+    c
+}
+
+/// Debian's jack_lsp shows the ALSA driver's latencies (capture one period
+/// plus -I, playback n-1 periods plus -O plus one in async mode) and
+/// jack_simple_client's sine reaches the playback device.
+#[test]
+fn distribution_jack_programs_on_alsa() {
+    let t = "alsa-jack-programs";
+    let (lsp, simple) = ("/usr/bin/jack_lsp", "/usr/bin/jack_simple_client");
+    if !Path::new(lsp).exists() || !Path::new(simple).exists() {
+        skip_missing_tool(
+            t,
+            "jack_lsp or jack_simple_client missing (apt-get install jackd2)",
+        );
+        return;
+    }
+    let (dir, _) = alsa_config("jack");
+    let (conf, out) = fifo_config(&dir);
+    let (go, stop, lead) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let feed = feeder(dir.join("in.fifo"), Fmt::Float, go, stop.clone(), lead);
+    let args = "-d alsa -C rtest_cap -P rtest_play -p 256 -n 3 -i 2 -o 2 -I 7 -O 11";
+    let args: Vec<&str> = args.split_whitespace().collect();
+    let mut srv = Srv::start_with_env(&args, &[("ALSA_CONFIG_PATH", &config_path(&conf))]);
+    let o = jack_program(&srv, lsp, &["-l"]).output().unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "system:capture_1\n\tport playback latency = [ 0 0 ] frames\n\tport capture latency = [ 263 263 ]"
+        ),
+        "capture: 256 + 7:\n{text}"
+    );
+    assert!(
+        text.contains("system:playback_1\n\tport playback latency = [ 779 779 ]"),
+        "playback: 2 x 256 + 256 (async) + 11:\n{text}"
+    );
+    let mut client = jack_program(&srv, simple, &[]).spawn().unwrap();
+    wait_for(
+        "jack_simple_client's cycles",
+        Duration::from_secs(15),
+        || {
+            srv.status()
+                .clients
+                .iter()
+                .any(|c| c.name == "jack_simple_client" && c.last_cycle > 50)
+        },
+    );
+    let len = std::fs::metadata(&out).unwrap().len();
+    std::thread::sleep(Duration::from_millis(500));
+    signal(client.id(), libc::SIGINT);
+    client.wait().unwrap();
+    stop.store(true, Ordering::Release);
+    feed.join().unwrap();
+    srv.stop();
+    let raw = std::fs::read(&out).unwrap();
+    let loud = raw[len as usize..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        loud > 0.1,
+        "the sine reached the playback file (peak {loud})"
+    );
 }
