@@ -127,10 +127,10 @@ impl AlsaDriver {
         self.capture = None;
         self.playback = None;
         self.fds.clear();
-        let now = resound_shm::time::monotonic_ns();
+        // Timed from the first cycle on the clock (`wait_lost`).
         self.lost = Some(Lost {
-            deadline: now,
-            retry: now + RETRY_NS,
+            deadline: 0,
+            retry: 0,
         });
     }
 
@@ -139,9 +139,16 @@ impl AlsaDriver {
     pub(super) fn wait_lost(&mut self, clock: &dyn Clock, p: Period) -> Wake {
         let period = self.period_ns();
         let mut lost = self.lost.unwrap_or(Lost {
-            deadline: clock.now_ns(),
-            retry: clock.now_ns(),
+            deadline: 0,
+            retry: 0,
         });
+        if lost.deadline == 0 {
+            let now = clock.now_ns();
+            lost = Lost {
+                deadline: now,
+                retry: now + RETRY_NS,
+            };
+        }
         clock.sleep_until(lost.deadline);
         let now = clock.now_ns();
         let skipped = if now > lost.deadline + period {
@@ -190,5 +197,98 @@ impl AlsaDriver {
         self.lost = None;
         self.flushed = true;
         self.resumed = true;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SimClock;
+    use crate::driver::Driver;
+
+    /// alsa-lib's `null` PCM (defined by its own configuration) both ways.
+    fn null_driver() -> AlsaDriver {
+        AlsaDriver::open(AlsaConfig {
+            capture: Some("null".into()),
+            playback: Some("null".into()),
+            rate: 48000,
+            period: 256,
+            periods: 2,
+            in_channels: 2,
+            out_channels: 2,
+            in_latency: 0,
+            out_latency: 0,
+            soft: false,
+            shorts: false,
+            format: None,
+        })
+        .expect("alsa-lib's null PCM")
+    }
+
+    const PERIOD: Period = Period {
+        frames: 256,
+        rate: 48000,
+        freewheel: false,
+    };
+
+    #[test]
+    fn xrun_and_suspend_restart_the_device() {
+        let mut d = null_driver();
+        let clock = SimClock::default();
+        d.start(clock.now_ns()).unwrap();
+        d.wait(&clock, PERIOD).unwrap();
+        for f in [Fault::Xrun, Fault::Suspended] {
+            d.recover(f).unwrap();
+            assert!(d.lost.is_none(), "{f:?} keeps the device");
+            d.wait(&clock, PERIOD).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_lost_device_runs_on_the_clock_and_is_retried_every_second() {
+        let mut d = null_driver();
+        let clock = SimClock::new(1_000_000_000);
+        d.start(clock.now_ns()).unwrap();
+        d.recover(Fault::DeviceLost).unwrap();
+        assert!(d.capture.is_none() && d.lost.is_some());
+        // The device cannot be found meanwhile.
+        d.cfg.capture = Some("resound_no_such_pcm".into());
+        let t0 = clock.now_ns();
+        let period = frames_ns(256);
+        let mut x = [1.0f32; 256];
+        for k in 0..400u64 {
+            let w = d.wait(&clock, PERIOD).unwrap();
+            assert_eq!(
+                w.start_ns,
+                t0 + k * period,
+                "paced at the period on the clock"
+            );
+            d.capture(0, &mut x);
+            assert_eq!(x, [0.0; 256], "silence while lost");
+            assert!(!d.take_resumed());
+        }
+        assert!(
+            d.lost.is_some(),
+            "still lost after {} s",
+            400 * period / 1_000_000_000
+        );
+        // Back: resumed on the next retry (at most a second later).
+        d.cfg.capture = Some("null".into());
+        let mut resumed_at = None;
+        for k in 0..300u64 {
+            d.wait(&clock, PERIOD).unwrap();
+            if d.take_resumed() {
+                resumed_at = Some(k);
+                break;
+            }
+        }
+        let k = resumed_at.expect("resumed within a second");
+        assert!(k * period <= RETRY_NS + period, "after {k} periods");
+        assert!(d.capture.is_some() && d.lost.is_none());
+        d.wait(&clock, PERIOD).unwrap();
+    }
+
+    fn frames_ns(frames: u64) -> u64 {
+        resound_shm::time::frames_to_ns(frames, 48000)
     }
 }
