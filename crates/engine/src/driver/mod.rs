@@ -9,13 +9,15 @@
 //!
 //! The shape is meant to fit the drivers to come:
 //!
-//! * **ALSA**: `open` configures the PCMs (period, buffer, mmap) and links
-//!   capture and playback; `start` prefills playback with silence and starts
-//!   the stream; `wait` polls the PCM descriptors (with a timeout of a few
-//!   periods: a dead card is [`Fault::DeviceLost`], `-EPIPE` is
-//!   [`Fault::Xrun`]) and returns when a period is available; `capture` and
-//!   `playback` copy between the mmap areas and the port buffers, converting
-//!   the sample format; `recover` re-prepares and prefills after an xrun.
+//! * **ALSA** ([`alsa`]): the PCMs are opened and negotiated before the
+//!   engine exists; `start` links capture and playback, prefills playback
+//!   with silence and starts the stream; `wait` polls the PCM descriptors
+//!   (a timeout of a few periods is [`Fault::Xrun`], `-EPIPE` too,
+//!   `-ESTRPIPE` [`Fault::Suspended`], `-ENODEV` [`Fault::DeviceLost`]) and
+//!   reads the capture period; `capture` and `playback` convert the sample
+//!   format; [`Driver::flush`] writes the period; `recover` re-prepares and
+//!   prefills after an xrun, and after a lost device paces on the clock
+//!   until the device is back ([`Driver::take_resumed`]).
 //! * **File**: `wait` paces on the clock normally and does not wait at all
 //!   when freewheeling (render faster than real time); end of file can be
 //!   reported as [`Fault::DeviceLost`].
