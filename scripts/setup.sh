@@ -4,9 +4,11 @@ set -euo pipefail
 
 need_apt=()
 command -v cc >/dev/null 2>&1 || need_apt+=(build-essential)
-# alsa-lib's headers: the ALSA driver links alsa-lib, and the test sound card
-# (an alsa-lib ioplug plugin, crates/lab/alsa) is compiled against them.
-[ -f /usr/include/alsa/pcm_ioplug.h ] || need_apt+=(libasound2-dev)
+# alsa-lib's headers and pkg-config file: the ALSA driver (alsa crate) links
+# alsa-lib, and the test sound card (an alsa-lib ioplug plugin, crates/lab/alsa)
+# is compiled against its headers.
+[ -f /usr/include/alsa/asoundlib.h ] && [ -f /usr/include/alsa/pcm_ioplug.h ] || need_apt+=(libasound2-dev)
+command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
 if ! command -v cargo >/dev/null 2>&1 && [ ! -x "$HOME/.cargo/bin/cargo" ]; then
     need_apt+=(cargo rustc)
 fi

@@ -87,6 +87,8 @@ enum Cmd {
     Profile(crate::profile::ProfileArgs),
     /// Serve a live view of the running graph's timing on localhost.
     Monitor(crate::monitor::MonitorArgs),
+    /// List the sound cards and PCMs ALSA knows, with the rates, formats, channels and period sizes of those that open.
+    Devices,
     /// Compare scheduling policies: for each, start a server with a chain of load
     /// clients next to a competing periodic real-time task, and tabulate xruns,
     /// end-of-chain times, the task's deadline misses and the reserved bandwidth.
@@ -116,6 +118,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),
         Cmd::Run { cmd } => run(cli.server.as_deref(), &cmd),
         Cmd::Legacy(c) => crate::legacy::run(cli.server.as_deref(), c),
+        Cmd::Devices => crate::devices::run(),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {
@@ -379,6 +382,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
         | Cmd::Profile(_)
         | Cmd::Monitor(_)
         | Cmd::Run { .. }
+        | Cmd::Devices
         | Cmd::Legacy(_) => unreachable!(),
     }
     Ok(())

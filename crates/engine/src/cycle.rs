@@ -194,6 +194,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             mix_sources(view, &table, port, out);
             self.driver.playback(ch, out);
         }
+        self.driver.flush();
     }
 
     /// Step 9: waits for the graph's end, bounded by the next cycle's start

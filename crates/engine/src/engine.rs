@@ -200,6 +200,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             Ok(w) => w,
             Err(fault) => return self.on_fault(cycle, fault),
         };
+        if self.driver.take_resumed() {
+            self.emit(RtEvent::DriverResumed { cycle });
+        }
         let cpu0 = self.clock.thread_cpu_ns();
         let flags = self.check_wake(cycle, &wake, frames, freewheel);
         let args = CycleArgs {

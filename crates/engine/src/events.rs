@@ -69,6 +69,11 @@ pub enum RtEvent {
         /// The fault.
         fault: crate::driver::Fault,
     },
+    /// The driver is back on its device after [`crate::driver::Fault::DeviceLost`].
+    DriverResumed {
+        /// The first cycle on the device again.
+        cycle: u64,
+    },
 }
 
 /// The driver thread's end of the event ring. Never blocks: an event that

@@ -15,7 +15,7 @@ use resound_shm::limits::{self, MAX_BUFFER_FRAMES, MIN_BUFFER_FRAMES};
     version,
     about = "resound: a JACK-compatible low-latency audio server",
     override_usage = "resoundd [server options] -d DRIVER [driver options]\n       resoundd -d dummy --help   (driver options)",
-    after_help = "Drivers: dummy (no sound card; cycles on absolute CLOCK_MONOTONIC deadlines).\nExample: resoundd -d dummy -r 48000 -p 128"
+    after_help = "Drivers: dummy (no sound card; cycles on absolute CLOCK_MONOTONIC deadlines), alsa (a sound card; resoundd -d alsa --help).\nExample: resoundd -d dummy -r 48000 -p 128"
 )]
 pub struct ServerArgs {
     /// Server name (clients choose it with $JACK_DEFAULT_SERVER or their server-name option).
@@ -162,11 +162,140 @@ struct DummyCli {
     args: DummyArgs,
 }
 
+/// Options of the ALSA driver (jackd's `-d alsa` options and defaults).
+#[derive(Debug, Clone, Args)]
+pub struct AlsaArgs {
+    /// ALSA device for capture and playback.
+    #[arg(short = 'd', long = "device", default_value = "hw:0")]
+    pub device: String,
+    /// Provide capture ports; optionally from DEVICE instead of -d's (-C alone without -P: capture only).
+    #[arg(short = 'C', long = "capture", value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    pub capture: Option<String>,
+    /// Provide playback ports; optionally to DEVICE instead of -d's (-P alone without -C: playback only).
+    #[arg(short = 'P', long = "playback", value_name = "DEVICE", num_args = 0..=1, default_missing_value = "")]
+    pub playback: Option<String>,
+    /// Provide both capture and playback ports (the default without -C/-P).
+    #[arg(short = 'D', long = "duplex")]
+    pub duplex: bool,
+    /// Sample rate in Hz (the device must accept it exactly).
+    #[arg(short = 'r', long = "rate", default_value_t = 48000, value_parser = clap::value_parser!(u32).range(1000..=768000))]
+    pub rate: u32,
+    /// Frames per period (the device must accept it exactly).
+    #[arg(short = 'p', long = "period", default_value_t = 1024)]
+    pub period: u32,
+    /// Number of periods of playback buffer (latency).
+    #[arg(short = 'n', long = "nperiods", default_value_t = 2, value_parser = clap::value_parser!(u32).range(2..=64))]
+    pub nperiods: u32,
+    /// Number of capture channels (0: all the device has, up to 64).
+    #[arg(short = 'i', long = "inchannels", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub inchannels: u32,
+    /// Number of playback channels (0: all the device has, up to 64).
+    #[arg(short = 'o', long = "outchannels", default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub outchannels: u32,
+    /// Extra input latency to report (frames).
+    #[arg(short = 'I', long = "input-latency", default_value_t = 0)]
+    pub input_latency: u32,
+    /// Extra output latency to report (frames).
+    #[arg(short = 'O', long = "output-latency", default_value_t = 0)]
+    pub output_latency: u32,
+    /// Soft mode: ignore xruns reported by the device.
+    #[arg(short = 's', long = "softmode")]
+    pub softmode: bool,
+    /// Try 16-bit samples before 32-bit and float.
+    #[arg(short = 'S', long = "shorts")]
+    pub shorts: bool,
+    /// Use only this sample format (not a jackd option; default: the best the device offers, float first).
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub format: Option<AlsaFormat>,
+    /// Accepted for jackd compatibility; no effect (hardware monitoring).
+    #[arg(short = 'H', long = "hwmon")]
+    pub hwmon: bool,
+    /// Accepted for jackd compatibility; no effect (hardware metering).
+    #[arg(short = 'M', long = "hwmeter")]
+    pub hwmeter: bool,
+    /// Accepted for jackd compatibility; no effect (monitor ports).
+    #[arg(short = 'm', long = "monitor")]
+    pub monitor: bool,
+    /// Accepted for jackd compatibility; no effect (dithering mode).
+    #[arg(short = 'z', long = "dither", value_name = "MODE")]
+    pub dither: Option<String>,
+    /// Accepted for jackd compatibility; no effect (ALSA MIDI driver).
+    #[arg(short = 'X', long = "midi-driver", value_name = "DRIVER")]
+    pub midi_driver: Option<String>,
+}
+
+/// `--format` values of the ALSA driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AlsaFormat {
+    /// 32-bit float.
+    Float,
+    /// 32-bit integer.
+    S32,
+    /// 24-bit integer packed in 3 bytes.
+    #[value(name = "s24_3")]
+    S24_3,
+    /// 24-bit integer in 4 bytes.
+    S24,
+    /// 16-bit integer.
+    S16,
+}
+
+impl AlsaFormat {
+    /// The driver's sample format.
+    pub fn sample_format(self) -> resound_engine::driver::alsa::convert::SampleFormat {
+        use resound_engine::driver::alsa::convert::SampleFormat as F;
+        match self {
+            AlsaFormat::Float => F::F32,
+            AlsaFormat::S32 => F::S32,
+            AlsaFormat::S24_3 => F::S24Packed,
+            AlsaFormat::S24 => F::S24In32,
+            AlsaFormat::S16 => F::S16,
+        }
+    }
+}
+
+impl AlsaArgs {
+    /// The capture and playback devices, as jackd decides them: neither -C
+    /// nor -P (or -D): both on -d's device; else only those given, each on
+    /// its own device or -d's.
+    pub fn devices(&self) -> (Option<String>, Option<String>) {
+        let pick = |o: &Option<String>| {
+            o.as_ref().map(|d| {
+                if d.is_empty() {
+                    self.device.clone()
+                } else {
+                    d.clone()
+                }
+            })
+        };
+        if self.duplex || (self.capture.is_none() && self.playback.is_none()) {
+            let both = (pick(&self.capture), pick(&self.playback));
+            return (
+                both.0.or_else(|| Some(self.device.clone())),
+                both.1.or_else(|| Some(self.device.clone())),
+            );
+        }
+        (pick(&self.capture), pick(&self.playback))
+    }
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "resoundd -d alsa",
+    about = "ALSA driver: a sound card (or any ALSA PCM) paces the cycles"
+)]
+struct AlsaCli {
+    #[command(flatten)]
+    args: AlsaArgs,
+}
+
 /// The driver and its options.
 #[derive(Debug, Clone)]
 pub enum DriverArgs {
     /// The dummy driver.
     Dummy(DummyArgs),
+    /// The ALSA driver.
+    Alsa(AlsaArgs),
 }
 
 /// A complete configuration.
@@ -183,6 +312,7 @@ impl Config {
     pub fn rate(&self) -> u32 {
         match &self.driver {
             DriverArgs::Dummy(d) => d.rate,
+            DriverArgs::Alsa(a) => a.rate,
         }
     }
 
@@ -190,6 +320,7 @@ impl Config {
     pub fn period(&self) -> u32 {
         match &self.driver {
             DriverArgs::Dummy(d) => d.period,
+            DriverArgs::Alsa(a) => a.period,
         }
     }
 
@@ -197,6 +328,7 @@ impl Config {
     pub fn driver_name(&self) -> &'static str {
         match &self.driver {
             DriverArgs::Dummy(_) => "dummy",
+            DriverArgs::Alsa(_) => "alsa",
         }
     }
 }
@@ -236,7 +368,7 @@ pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
     let Some(driver) = driver else {
         return Err(ServerArgs::command_error(
             clap::error::ErrorKind::MissingRequiredArgument,
-            "no driver given: use -d DRIVER (available: dummy), e.g. resoundd -d dummy -r 48000 -p 128",
+            "no driver given: use -d DRIVER (available: dummy, alsa), e.g. resoundd -d dummy -r 48000 -p 128",
         ));
     };
     let driver = match driver.as_str() {
@@ -255,14 +387,32 @@ pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
             }
             DriverArgs::Dummy(d)
         }
+        "alsa" => {
+            let mut v = vec!["resoundd -d alsa".to_string()];
+            v.extend(rest);
+            let a = AlsaCli::try_parse_from(v)?.args;
+            check_period(a.period)?;
+            DriverArgs::Alsa(a)
+        }
         other => {
             return Err(ServerArgs::command_error(
                 clap::error::ErrorKind::InvalidValue,
-                format!("unknown driver {other:?} (available: dummy)"),
+                format!("unknown driver {other:?} (available: dummy, alsa)"),
             ))
         }
     };
     Ok(Config { server, driver })
+}
+
+/// Refuses a period outside the frames the shared buffers allow.
+fn check_period(period: u32) -> Result<(), clap::Error> {
+    if (MIN_BUFFER_FRAMES..=MAX_BUFFER_FRAMES).contains(&period) {
+        return Ok(());
+    }
+    Err(ServerArgs::command_error(
+        clap::error::ErrorKind::ValueValidation,
+        format!("period of {period} frames is outside {MIN_BUFFER_FRAMES}..={MAX_BUFFER_FRAMES}"),
+    ))
 }
 
 impl ServerArgs {
@@ -298,11 +448,15 @@ mod tests {
         let c = p("resoundd -S -r -n studio -d dummy -r 96000 -p 64 -C 4 -P 6").unwrap();
         assert!(c.server.sync && !c.server.wants_realtime());
         assert_eq!(c.server.name.as_deref(), Some("studio"));
-        let DriverArgs::Dummy(d) = &c.driver;
+        let DriverArgs::Dummy(d) = &c.driver else {
+            panic!("dummy")
+        };
         assert_eq!((d.rate, d.period, d.capture, d.playback), (96000, 64, 4, 6));
         let c = p("resoundd -P 70 -ddummy --loopback").unwrap();
         assert_eq!(c.server.priority, 70);
-        let DriverArgs::Dummy(d) = &c.driver;
+        let DriverArgs::Dummy(d) = &c.driver else {
+            panic!("dummy")
+        };
         assert!(d.loopback);
         assert!(p("resoundd").unwrap_err().to_string().contains("no driver"));
         let c = p("resoundd --sched deadline --reclaim --overprovision 20 --period-multiplier 2 --percentile 95 --window 50 --max-bandwidth 0.8 -d dummy").unwrap();
@@ -355,7 +509,7 @@ mod tests {
             0.0
         );
         assert!(p("resoundd --profile-seconds -1 -d dummy").is_err());
-        assert!(p("resoundd -d alsa")
+        assert!(p("resoundd -d nosuch")
             .unwrap_err()
             .to_string()
             .contains("unknown driver"));
@@ -363,5 +517,61 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("outside"));
+    }
+
+    fn alsa(s: &str) -> AlsaArgs {
+        match p(s).unwrap().driver {
+            DriverArgs::Alsa(a) => a,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn alsa_options_as_jackd() {
+        let a = alsa("resoundd -d alsa");
+        assert_eq!(
+            (a.device.as_str(), a.rate, a.period, a.nperiods),
+            ("hw:0", 48000, 1024, 2)
+        );
+        assert_eq!(a.devices(), (Some("hw:0".into()), Some("hw:0".into())));
+        let a =
+            alsa("resoundd -R -d alsa -d hw:1 -r 44100 -p 256 -n 3 -i 2 -o 4 -I 10 -O 20 -s -S");
+        assert_eq!(
+            (a.rate, a.period, a.nperiods, a.inchannels, a.outchannels),
+            (44100, 256, 3, 2, 4)
+        );
+        assert_eq!(
+            (a.input_latency, a.output_latency, a.softmode, a.shorts),
+            (10, 20, true, true)
+        );
+        assert_eq!(a.devices(), (Some("hw:1".into()), Some("hw:1".into())));
+        assert_eq!(
+            alsa("resoundd -d alsa -d hw:1 -C").devices(),
+            (Some("hw:1".into()), None)
+        );
+        assert_eq!(
+            alsa("resoundd -d alsa -P").devices(),
+            (None, Some("hw:0".into()))
+        );
+        assert_eq!(
+            alsa("resoundd -d alsa -C cap -P play").devices(),
+            (Some("cap".into()), Some("play".into()))
+        );
+        assert_eq!(
+            alsa("resoundd -d alsa --capture=cap -D").devices(),
+            (Some("cap".into()), Some("hw:0".into()))
+        );
+        assert!(p("resoundd -d alsa -n 1").is_err());
+        assert_eq!(
+            alsa("resoundd -d alsa --format s24_3").format,
+            Some(AlsaFormat::S24_3)
+        );
+        assert!(p("resoundd -d alsa --format u8").is_err());
+        assert!(p("resoundd -d alsa -p 3")
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
+        let c = p("resoundd -d alsa -r 96000 -p 64").unwrap();
+        assert_eq!((c.rate(), c.period(), c.driver_name()), (96000, 64, "alsa"));
     }
 }

@@ -96,6 +96,8 @@ pub struct Server {
     profile: Option<Arc<ProfileSegment>>,
     /// Loaded internal clients.
     internals: Internals,
+    /// The device's latencies on top of the period (the driver's `latencies()`).
+    device_latencies: resound_engine::Latencies,
 }
 
 /// One connection: a client (with a slot) or a control/profile session.

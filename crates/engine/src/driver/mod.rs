@@ -9,13 +9,15 @@
 //!
 //! The shape is meant to fit the drivers to come:
 //!
-//! * **ALSA**: `open` configures the PCMs (period, buffer, mmap) and links
-//!   capture and playback; `start` prefills playback with silence and starts
-//!   the stream; `wait` polls the PCM descriptors (with a timeout of a few
-//!   periods: a dead card is [`Fault::DeviceLost`], `-EPIPE` is
-//!   [`Fault::Xrun`]) and returns when a period is available; `capture` and
-//!   `playback` copy between the mmap areas and the port buffers, converting
-//!   the sample format; `recover` re-prepares and prefills after an xrun.
+//! * **ALSA** ([`alsa`]): the PCMs are opened and negotiated before the
+//!   engine exists; `start` links capture and playback, prefills playback
+//!   with silence and starts the stream; `wait` polls the PCM descriptors
+//!   (a timeout of a few periods is [`Fault::Xrun`], `-EPIPE` too,
+//!   `-ESTRPIPE` [`Fault::Suspended`], `-ENODEV` [`Fault::DeviceLost`]) and
+//!   reads the capture period; `capture` and `playback` convert the sample
+//!   format; [`Driver::flush`] writes the period; `recover` re-prepares and
+//!   prefills after an xrun, and after a lost device paces on the clock
+//!   until the device is back ([`Driver::take_resumed`]).
 //! * **File**: `wait` paces on the clock normally and does not wait at all
 //!   when freewheeling (render faster than real time); end of file can be
 //!   reported as [`Fault::DeviceLost`].
@@ -25,6 +27,7 @@
 //! Runs on the driver thread (real-time): every method but `open`, `start`
 //! and `stop` is called inside the cycle and must be real-time safe.
 
+pub mod alsa;
 pub mod dummy;
 
 use crate::clock::Clock;
@@ -34,8 +37,11 @@ use crate::clock::Clock;
 pub enum Fault {
     /// The device over- or underran; [`Driver::recover`] restarts it.
     Xrun,
-    /// The device is gone (unplugged, peer lost, end of input); the engine stops.
+    /// The device is gone (unplugged, peer lost, end of input); the engine
+    /// stops unless [`Driver::recover`] keeps the graph running without it.
     DeviceLost,
+    /// The device was suspended (`-ESTRPIPE`); [`Driver::recover`] resumes it.
+    Suspended,
     /// The device refused a setting (rate, period, channel count).
     Unsupported,
     /// An OS error (errno) the driver could not map to the above.
@@ -96,8 +102,17 @@ pub trait Driver {
     fn capture(&mut self, channel: usize, dst: &mut [f32]);
     /// Takes one playback channel's mixed output of this cycle. Real-time safe.
     fn playback(&mut self, channel: usize, src: &[f32]);
+    /// Every playback channel of this cycle was handed over: a device that
+    /// writes a whole period at once (ALSA) writes it now. A fault here is
+    /// kept and returned by the next [`Driver::wait`]. Real-time safe.
+    fn flush(&mut self) {}
     /// The device's latencies. Real-time safe.
     fn latencies(&self) -> Latencies;
     /// Brings the device back after `fault`; Err if it cannot. Real-time safe.
     fn recover(&mut self, fault: Fault) -> Result<(), Fault>;
+    /// True once after the driver came back to its device from running on
+    /// the clock after [`Fault::DeviceLost`]. Real-time safe.
+    fn take_resumed(&mut self) -> bool {
+        false
+    }
 }

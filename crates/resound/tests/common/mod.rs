@@ -30,8 +30,15 @@ impl std::ops::Deref for Srv {
 impl Srv {
     /// Starts `resoundd -n <unique> ARGS` and waits until it accepts sessions.
     pub fn start(args: &[&str]) -> Srv {
+        Srv::start_with_env(args, &[])
+    }
+
+    /// [`Srv::start`] with extra environment variables for the server.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Srv {
         let mut spec = ServerSpec::new(Bins::new(RESOUNDD, TOOL), "test", args);
         spec.env.push(("RESOUND_LOG".into(), "info".into()));
+        spec.env
+            .extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         spec.child = ChildOptions {
             stderr: StderrMode::Keep {
                 keep: usize::MAX,

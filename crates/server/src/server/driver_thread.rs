@@ -13,13 +13,69 @@ use super::startup::DriverPorts;
 use super::Server;
 use crate::config::{Config, DriverArgs};
 use resound_engine::{kind, Command, Mode, Reservations};
+use resound_engine::{AlsaConfig, AlsaDriver, Driver, Latencies};
 use resound_engine::{DummyDriver, Engine, EngineConfig, EngineShared, MonotonicClock, RtEvent};
 use resound_shm::profile::ProfileSegment;
 use resound_shm::sync::Ordering;
 use resound_shm::{Capacities, View};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::warn;
+use tracing::{info, warn};
+
+/// The device chosen by `-d`, opened before the driver's ports exist (the
+/// ALSA driver learns its channel counts and fails on a refused setting
+/// here, before any client can connect).
+pub(super) enum Device {
+    /// `-d dummy` (built when the engine starts).
+    Dummy,
+    /// `-d alsa`, opened and negotiated.
+    Alsa(Box<AlsaDriver>),
+}
+
+impl Device {
+    /// Opens the device `cfg` names (not real-time).
+    pub(super) fn open(cfg: &Config) -> Result<Device, String> {
+        match &cfg.driver {
+            DriverArgs::Dummy(_) => Ok(Device::Dummy),
+            DriverArgs::Alsa(a) => {
+                let (capture, playback) = a.devices();
+                let d = AlsaDriver::open(AlsaConfig {
+                    capture,
+                    playback,
+                    rate: a.rate,
+                    period: a.period,
+                    periods: a.nperiods,
+                    in_channels: a.inchannels,
+                    out_channels: a.outchannels,
+                    in_latency: a.input_latency,
+                    out_latency: a.output_latency,
+                    soft: a.softmode,
+                    shorts: a.shorts,
+                    format: a.format.map(|f| f.sample_format()),
+                })?;
+                info!("ALSA: {}", d.describe());
+                Ok(Device::Alsa(Box::new(d)))
+            }
+        }
+    }
+
+    /// (capture, playback) channels: the ports the driver gets.
+    pub(super) fn channels(&self, cfg: &Config) -> (u32, u32) {
+        match (self, &cfg.driver) {
+            (Device::Alsa(d), _) => (d.capture_channels(), d.playback_channels()),
+            (Device::Dummy, DriverArgs::Dummy(d)) => (d.capture, d.playback),
+            (Device::Dummy, _) => (0, 0),
+        }
+    }
+
+    /// The device's latencies on top of the period (see `publish`).
+    pub(super) fn latencies(&self) -> Latencies {
+        match self {
+            Device::Alsa(d) => d.latencies(),
+            Device::Dummy => Latencies::default(),
+        }
+    }
+}
 
 /// What the driver thread needs that is decided before the server exists.
 pub(super) struct DriverStart {
@@ -64,16 +120,41 @@ impl DriverStart {
     }
 }
 
-/// Builds the engine and its reservation manager, spawns the driver thread
-/// and waits (up to 5 s) until it runs. Returns the driver's event ring.
+/// Builds the engine (with the opened `device`) and its reservation
+/// manager, spawns the driver thread and waits (up to 5 s) until it runs.
+/// Returns the driver's event ring.
 pub(super) fn start(
     d: DriverStart,
     cfg: &Config,
+    device: Device,
     view: Arc<View>,
     ports: DriverPorts,
     profile: Option<Arc<ProfileSegment>>,
 ) -> Result<rtrb::Consumer<RtEvent>, String> {
-    let DriverArgs::Dummy(dummy) = &cfg.driver;
+    match (device, &cfg.driver) {
+        (Device::Alsa(alsa), _) => spawn(d, cfg, *alsa, view, ports, profile),
+        (Device::Dummy, DriverArgs::Dummy(dummy)) => {
+            let driver = DummyDriver::new(
+                ports.playback.len(),
+                view.layout().caps.max_frames as usize,
+                dummy.loopback,
+            );
+            spawn(d, cfg, driver, view, ports, profile)
+        }
+        (Device::Dummy, _) => Err("driver and device disagree".into()),
+    }
+}
+
+/// Builds the engine around `driver`, spawns the driver thread and waits
+/// (up to 5 s) until it runs.
+fn spawn<D: Driver + Send + 'static>(
+    d: DriverStart,
+    cfg: &Config,
+    driver: D,
+    view: Arc<View>,
+    ports: DriverPorts,
+    profile: Option<Arc<ProfileSegment>>,
+) -> Result<rtrb::Consumer<RtEvent>, String> {
     let (tx, rx) = rtrb::RingBuffer::new(4096);
     let res = Reservations::new(
         d.mode,
@@ -83,11 +164,6 @@ pub(super) fn start(
         d.commands,
     )
     .with_external(d.engine.external.clone());
-    let driver = DummyDriver::new(
-        ports.playback.len(),
-        view.layout().caps.max_frames as usize,
-        dummy.loopback,
-    );
     let eng = Engine::new(
         view,
         d.engine.clone(),

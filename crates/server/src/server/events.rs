@@ -93,8 +93,16 @@ impl Server {
                     },
                 );
             }
-            RtEvent::DriverFault { cycle, fault } => {
-                error!("audio driver fault before cycle {cycle}: {fault:?}");
+            RtEvent::DriverFault { cycle, fault } => self.on_driver_fault(cycle, fault),
+            RtEvent::DriverResumed { cycle } => {
+                info!("audio device is back; cycles run on it again from cycle {cycle}");
+                Self::notify(
+                    &mut self.lock(),
+                    Notification::Xrun {
+                        cycle,
+                        late: vec![],
+                    },
+                );
             }
             RtEvent::Reserved {
                 slot,
@@ -122,6 +130,29 @@ impl Server {
                 );
             }
             RtEvent::Corrupt { slot, status } => self.on_corrupt(slot, status),
+        }
+    }
+
+    /// A driver fault: logged; an xrun, a suspend or a lost device is told
+    /// to the clients as an xrun.
+    fn on_driver_fault(&self, cycle: u64, fault: resound_engine::Fault) {
+        use resound_engine::Fault;
+        match fault {
+            Fault::Xrun => warn!("audio device xrun before cycle {cycle}; restarted it"),
+            Fault::Suspended => warn!("audio device suspended before cycle {cycle}; resumed it"),
+            Fault::DeviceLost => error!(
+                "audio device lost before cycle {cycle}; cycles go on on the system clock, retrying the device every second"
+            ),
+            f => error!("audio driver fault before cycle {cycle}: {f:?}"),
+        }
+        if matches!(fault, Fault::Xrun | Fault::Suspended | Fault::DeviceLost) {
+            Self::notify(
+                &mut self.lock(),
+                Notification::Xrun {
+                    cycle,
+                    late: vec![],
+                },
+            );
         }
     }
 

@@ -36,11 +36,14 @@ impl Server {
         }
     }
 
-    /// The driver's device latencies in frames: capture one period; playback
-    /// one period, plus one in async mode (the extra period of buffering).
+    /// The driver's device latencies in frames, as jackd reports them:
+    /// capture one period plus the driver's extra (ALSA: `-I`); playback one
+    /// period, one more in async mode, plus the driver's extra (ALSA: `-n`
+    /// − 2 periods and `-O`; the dummy: none).
     pub(super) fn device_latency(&self) -> (u32, u32) {
         let p = self.view.header().buffer_frames.load(Ordering::Relaxed);
+        let extra = self.device_latencies;
         let play = if self.cfg.server.sync { p } else { 2 * p };
-        (p, play)
+        (p + extra.capture_frames, play + extra.playback_frames)
     }
 }

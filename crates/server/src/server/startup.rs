@@ -7,7 +7,7 @@
 
 use super::driver_thread::{self, DriverStart};
 use super::{Server, State};
-use crate::config::{Config, DriverArgs};
+use crate::config::Config;
 use crate::internal::Internals;
 use resound_graph::{Graph, DRIVER};
 use resound_shm::limits::{self, AUDIO_TYPE};
@@ -40,7 +40,8 @@ impl Server {
         if let Err(e) = locked {
             warn!("cannot lock the shared memory in RAM ({e}); page faults may delay the real-time threads (raise RLIMIT_MEMLOCK, e.g. `ulimit -l unlimited`, or run with CAP_IPC_LOCK)");
         }
-        let (graph, ports) = driver_graph(&cfg, caps)?;
+        let device = driver_thread::Device::open(&cfg)?;
+        let (graph, ports) = driver_graph(device.channels(&cfg), caps)?;
         let listener = UnixListener::bind(&socket)
             .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
         let (driver, commands) = DriverStart::prepare(&cfg, caps);
@@ -67,12 +68,13 @@ impl Server {
             ledger_capacity: driver.ledger.capacity(),
             profile: profile.clone(),
             internals: Internals::default(),
+            device_latencies: device.latencies(),
         });
         {
             let mut st = server.lock();
             server.publish(&mut st);
         }
-        let events = driver_thread::start(driver, &cfg, view, ports, profile)?;
+        let events = driver_thread::start(driver, &cfg, device, view, ports, profile)?;
         server.spawn_control_threads(events, listener)?;
         Ok(server)
     }
@@ -195,19 +197,21 @@ fn create_profile_ring(
 }
 
 /// The initial graph: the driver ("system") with its physical ports.
-fn driver_graph(cfg: &Config, caps: Capacities) -> Result<(Graph, DriverPorts), String> {
+fn driver_graph(
+    (n_capture, n_playback): (u32, u32),
+    caps: Capacities,
+) -> Result<(Graph, DriverPorts), String> {
     let mut graph = Graph::new(caps, "system", std::process::id());
-    let DriverArgs::Dummy(d) = &cfg.driver;
     let phys = port_flags::IS_PHYSICAL | port_flags::IS_TERMINAL;
     let mut register = |short: String, direction: u32| {
         graph
             .register_port(DRIVER, &short, AUDIO_TYPE, direction | phys)
             .map_err(|e| format!("driver ports: {e}"))
     };
-    let capture = (1..=d.capture)
+    let capture = (1..=n_capture)
         .map(|i| register(format!("capture_{i}"), port_flags::IS_OUTPUT))
         .collect::<Result<Vec<_>, _>>()?;
-    let playback = (1..=d.playback)
+    let playback = (1..=n_playback)
         .map(|i| register(format!("playback_{i}"), port_flags::IS_INPUT))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((graph, DriverPorts { capture, playback }))

@@ -1,0 +1,336 @@
+//! The ALSA driver: a sound card (or any alsa-lib PCM) paces the cycle.
+//!
+//! [`AlsaDriver::open`] opens and negotiates the capture and playback PCMs
+//! on the thread starting the server, before any client can connect (a
+//! refused rate or period fails there, saying what the device supports).
+//! [`Driver::start`] links capture to playback, prefills playback with `-n`
+//! periods of silence and starts the stream. Each [`Driver::wait`] polls the
+//! PCMs' descriptors until a period can be read and written (a timeout of a
+//! few periods is a fault), then reads the capture period into the scratch
+//! buffer; the cycle decodes it into the capture ports, encodes the mixed
+//! playback and [`Driver::flush`]es it to the device.
+//!
+//! Files: [`params`] (open, negotiation), [`convert`] (sample formats),
+//! [`io`] (a PCM direction and its scratch), [`recovery`] (xruns, suspend,
+//! a lost device and the dummy clock meanwhile), [`busy`] (who holds a busy
+//! device), [`devices`] (`resound devices`).
+//!
+//! Runs on the driver thread (real-time) once opened; opening and reopening
+//! a lost device are not real-time (they allocate and are rare).
+
+pub mod busy;
+pub mod convert;
+pub mod devices;
+pub mod io;
+pub mod params;
+pub mod recovery;
+
+use super::{Driver, Fault, Latencies, Period, Wake};
+use crate::clock::Clock;
+use alsa::poll::Descriptors;
+use io::Stream;
+use resound_shm::time::frames_to_ns;
+
+/// The ALSA driver's options (jackd's `-d alsa` options).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlsaConfig {
+    /// Capture device (None: no capture).
+    pub capture: Option<String>,
+    /// Playback device (None: no playback).
+    pub playback: Option<String>,
+    /// Sample rate (Hz), exactly.
+    pub rate: u32,
+    /// Frames per period, exactly.
+    pub period: u32,
+    /// Periods in the playback buffer (≥ 2).
+    pub periods: u32,
+    /// Capture channels (0: as many as the device has, up to 64).
+    pub in_channels: u32,
+    /// Playback channels (0: as many as the device has, up to 64).
+    pub out_channels: u32,
+    /// Extra capture latency to report (frames).
+    pub in_latency: u32,
+    /// Extra playback latency to report (frames).
+    pub out_latency: u32,
+    /// Soft mode: xruns the device reports are ignored.
+    pub soft: bool,
+    /// Try 16-bit samples first.
+    pub shorts: bool,
+    /// Use only this sample format (None: the best the device offers).
+    pub format: Option<convert::SampleFormat>,
+}
+
+/// State while the device is gone: cycles run on the clock.
+#[derive(Debug, Clone, Copy)]
+struct Lost {
+    /// Planned start of the next cycle (ns).
+    deadline: u64,
+    /// When to try reopening the device next (ns).
+    retry: u64,
+}
+
+/// The ALSA driver.
+pub struct AlsaDriver {
+    cfg: AlsaConfig,
+    capture: Option<Stream>,
+    playback: Option<Stream>,
+    capture_channels: u32,
+    playback_channels: u32,
+    /// Poll descriptors of both PCMs (capacity allocated at open).
+    fds: Vec<libc::pollfd>,
+    /// A fault found outside `wait` (in `flush`), reported by the next `wait`.
+    pending: Option<Fault>,
+    /// This cycle's playback was written.
+    flushed: bool,
+    /// Set while the device is gone.
+    lost: Option<Lost>,
+    /// The device came back since the engine last asked.
+    resumed: bool,
+}
+
+impl AlsaDriver {
+    /// Opens and negotiates the devices (not real-time). The error says what
+    /// the device refused and what it supports, or who holds a busy device.
+    pub fn open(cfg: AlsaConfig) -> Result<AlsaDriver, String> {
+        if cfg.capture.is_none() && cfg.playback.is_none() {
+            return Err("neither capture nor playback asked for".into());
+        }
+        if cfg.periods < 2 {
+            return Err(format!("-n {}: at least 2 periods are needed", cfg.periods));
+        }
+        let (capture, playback) = recovery::open_streams(&cfg)?;
+        let mut d = AlsaDriver {
+            capture_channels: capture.as_ref().map_or(0, |s| s.neg.channels),
+            playback_channels: playback.as_ref().map_or(0, |s| s.neg.channels),
+            capture,
+            playback,
+            fds: Vec::new(),
+            pending: None,
+            flushed: false,
+            lost: None,
+            resumed: false,
+            cfg,
+        };
+        d.refill_fds();
+        Ok(d)
+    }
+
+    /// Channels given capture ports.
+    pub fn capture_channels(&self) -> u32 {
+        self.capture_channels
+    }
+
+    /// Channels given playback ports.
+    pub fn playback_channels(&self) -> u32 {
+        self.playback_channels
+    }
+
+    /// What was negotiated: (capture, playback).
+    pub fn negotiated(&self) -> (Option<params::Negotiated>, Option<params::Negotiated>) {
+        (
+            self.capture.as_ref().map(|s| s.neg),
+            self.playback.as_ref().map(|s| s.neg),
+        )
+    }
+
+    /// One line saying what the devices run with (for the server's log).
+    pub fn describe(&self) -> String {
+        let one = |s: &Option<Stream>, name: &Option<String>, what: &str| match (s, name) {
+            (Some(s), Some(n)) => format!(
+                "{what} {n}: {} ch ({} used), {:?}{}, {}",
+                s.neg.device_channels,
+                s.neg.channels,
+                s.neg.encoding.format,
+                if s.neg.encoding.big_endian { " BE" } else { "" },
+                if s.neg.interleaved {
+                    "interleaved"
+                } else {
+                    "non-interleaved"
+                }
+            ),
+            _ => format!("no {what}"),
+        };
+        format!(
+            "{}; {}; {} Hz, {} frames x {} periods",
+            one(&self.capture, &self.cfg.capture, "capture"),
+            one(&self.playback, &self.cfg.playback, "playback"),
+            self.cfg.rate,
+            self.cfg.period,
+            self.cfg.periods
+        )
+    }
+
+    /// Collects both PCMs' poll descriptors (not real-time: may grow `fds`).
+    fn refill_fds(&mut self) {
+        self.fds.clear();
+        for s in [&self.capture, &self.playback].into_iter().flatten() {
+            let n = s.pcm.count();
+            let at = self.fds.len();
+            self.fds.resize(
+                at + n,
+                libc::pollfd {
+                    fd: -1,
+                    events: 0,
+                    revents: 0,
+                },
+            );
+            let got = s.pcm.fill(&mut self.fds[at..]).unwrap_or(0);
+            self.fds.truncate(at + got);
+        }
+    }
+
+    fn period_ns(&self) -> u64 {
+        frames_to_ns(self.cfg.period as u64, self.cfg.rate.max(1)).max(1)
+    }
+
+    /// Polls until a period can be read and written. Real-time safe.
+    fn wait_device(&mut self, clock: &dyn Clock) -> Result<(), Fault> {
+        let timeout_ms = (4 * self.period_ns() / 1_000_000).max(100) as i32;
+        let period = self.cfg.period as usize;
+        loop {
+            let ready_cap = self
+                .capture
+                .as_ref()
+                .map_or(Ok(true), |s| recovery::ready(s, period, self.cfg.soft))?;
+            let ready_play = self
+                .playback
+                .as_ref()
+                .map_or(Ok(true), |s| recovery::ready(s, period, self.cfg.soft))?;
+            if ready_cap && ready_play {
+                return Ok(());
+            }
+            let t0 = clock.now_ns();
+            // SAFETY: fds is a valid array of fds.len() pollfd structs.
+            let r = unsafe {
+                libc::poll(
+                    self.fds.as_mut_ptr(),
+                    self.fds.len() as libc::nfds_t,
+                    timeout_ms,
+                )
+            };
+            if r == 0 {
+                return Err(Fault::Xrun);
+            }
+            if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                return Err(Fault::DeviceLost);
+            }
+            if clock.now_ns().saturating_sub(t0) > 4 * self.period_ns() + 100_000_000 {
+                return Err(Fault::Xrun);
+            }
+        }
+    }
+}
+
+impl Driver for AlsaDriver {
+    /// Nothing left to open (done before the server started). Not real-time.
+    fn open(&mut self, _max_frames: usize) -> Result<Latencies, Fault> {
+        Ok(self.latencies())
+    }
+
+    /// Links the PCMs, prefills playback with silence and starts. Not real-time.
+    fn start(&mut self, _now_ns: u64) -> Result<(), Fault> {
+        recovery::link(self.capture.as_ref(), self.playback.as_ref());
+        self.flushed = true;
+        recovery::restart(
+            self.capture.as_mut(),
+            self.playback.as_mut(),
+            self.cfg.periods,
+            false,
+        )
+        .map_err(|e| recovery::classify(&e))
+    }
+
+    /// Stops both PCMs.
+    fn stop(&mut self) {
+        for s in [&self.capture, &self.playback].into_iter().flatten() {
+            let _ = s.pcm.drop();
+        }
+    }
+
+    /// Writes silence if this cycle had no playback, then polls the device
+    /// for the next period and reads the capture. Real-time safe (but for
+    /// reopening a lost device, once a second).
+    fn wait(&mut self, clock: &dyn Clock, period: Period) -> Result<Wake, Fault> {
+        if let Some(f) = self.pending.take() {
+            return Err(f);
+        }
+        if self.lost.is_some() {
+            return Ok(self.wait_lost(clock, period));
+        }
+        if !self.flushed {
+            if let Some(p) = self.playback.as_mut() {
+                p.silence();
+            }
+            self.flush();
+            if let Some(f) = self.pending.take() {
+                return Err(f);
+            }
+        }
+        self.flushed = false;
+        self.wait_device(clock)?;
+        if let Some(c) = self.capture.as_mut() {
+            c.read_period().map_err(|e| recovery::classify(&e))?;
+        }
+        let now = clock.now_ns();
+        Ok(Wake {
+            start_ns: now,
+            awake_ns: now,
+            next_ns: now + self.period_ns(),
+            skipped: 0,
+            delay_ns: 0,
+        })
+    }
+
+    /// Decodes one capture channel of this period. Real-time safe.
+    fn capture(&mut self, channel: usize, dst: &mut [f32]) {
+        match self.capture.as_ref() {
+            Some(c) if self.lost.is_none() => c.decode(channel, dst),
+            _ => dst.fill(0.0),
+        }
+    }
+
+    /// Encodes one playback channel into the period to write. Real-time safe.
+    fn playback(&mut self, channel: usize, src: &[f32]) {
+        if let Some(p) = self.playback.as_mut() {
+            p.encode(channel, src);
+        }
+    }
+
+    /// Writes this cycle's playback period to the device. Real-time safe.
+    fn flush(&mut self) {
+        self.flushed = true;
+        if self.lost.is_some() {
+            return;
+        }
+        if let Some(p) = self.playback.as_mut() {
+            if let Err(e) = p.write_period() {
+                let f = recovery::classify(&e);
+                if !(self.cfg.soft && f == Fault::Xrun) {
+                    self.pending = Some(f);
+                }
+            }
+            p.silence();
+        }
+    }
+
+    /// Capture: `-I` on top of the period. Playback: `-n` − 1 periods and
+    /// `-O` (the server adds the period of async mode), as jackd. Real-time safe.
+    fn latencies(&self) -> Latencies {
+        Latencies {
+            capture_frames: self.cfg.in_latency,
+            playback_frames: (self.cfg.periods - 2) * self.cfg.period + self.cfg.out_latency,
+        }
+    }
+
+    /// Xrun: prepare, prefill, restart; suspend: resume (or prepare); a lost
+    /// device: cycles go on on the clock and the device is retried every
+    /// second. Never fails: the graph keeps running.
+    fn recover(&mut self, fault: Fault) -> Result<(), Fault> {
+        self.recover_from(fault);
+        Ok(())
+    }
+
+    fn take_resumed(&mut self) -> bool {
+        std::mem::take(&mut self.resumed)
+    }
+}
