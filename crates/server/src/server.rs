@@ -94,6 +94,8 @@ pub struct Server {
     profile: Option<Arc<ProfileSegment>>,
     /// Loaded internal clients.
     internals: Internals,
+    /// `-d file`: the render's start trigger and outcome.
+    render: Option<Arc<resound_engine::RenderControl>>,
 }
 
 /// One connection: a client (with a slot) or a control/profile session.

@@ -5,7 +5,8 @@
 //! takes the mixed playback, and reports its latencies. It never panics the
 //! server: everything that goes wrong comes back as a [`Fault`] value, which
 //! the engine reports ([`crate::events::RtEvent::DriverFault`]) and answers
-//! with [`Driver::recover`] (or stops, for [`Fault::DeviceLost`]).
+//! with [`Driver::recover`] (or stops, for [`Fault::DeviceLost`] and
+//! [`Fault::EndOfStream`]).
 //!
 //! The shape is meant to fit the drivers to come:
 //!
@@ -16,9 +17,9 @@
 //!   [`Fault::Xrun`]) and returns when a period is available; `capture` and
 //!   `playback` copy between the mmap areas and the port buffers, converting
 //!   the sample format; `recover` re-prepares and prefills after an xrun.
-//! * **File**: `wait` paces on the clock normally and does not wait at all
-//!   when freewheeling (render faster than real time); end of file can be
-//!   reported as [`Fault::DeviceLost`].
+//! * **File** ([`file`]): `wait` paces on the clock normally and does not
+//!   wait at all when freewheeling (render faster than real time); the end
+//!   of the input is [`Fault::EndOfStream`].
 //! * **Network**: `wait` blocks on the socket for the next packet, a missing
 //!   packet is [`Fault::Xrun`], a silent peer [`Fault::DeviceLost`].
 //!
@@ -26,6 +27,8 @@
 //! and `stop` is called inside the cycle and must be real-time safe.
 
 pub mod dummy;
+pub mod file;
+pub mod pace;
 
 use crate::clock::Clock;
 
@@ -40,6 +43,9 @@ pub enum Fault {
     Unsupported,
     /// An OS error (errno) the driver could not map to the above.
     Os(i32),
+    /// The stream ended (offline rendering: the input is used up and the
+    /// output complete); the engine stops, the server shuts down.
+    EndOfStream,
 }
 
 /// Latencies of the device, in frames, on top of the period.

@@ -11,15 +11,19 @@
 use super::sched_mode::sched_mode;
 use super::startup::DriverPorts;
 use super::Server;
-use crate::config::{Config, DriverArgs};
-use resound_engine::{kind, Command, Mode, Reservations};
+use crate::config::{Config, DriverArgs, FileArgs, OutputFormat};
+use resound_engine::driver::file::SampleFormat;
+use resound_engine::{kind, Command, Driver, Mode, Reservations};
 use resound_engine::{DummyDriver, Engine, EngineConfig, EngineShared, MonotonicClock, RtEvent};
+use resound_engine::{FileDriver, FileSpec, RenderControl};
+use resound_graph::DRIVER;
+use resound_shm::port_flags;
 use resound_shm::profile::ProfileSegment;
 use resound_shm::sync::Ordering;
 use resound_shm::{Capacities, View};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::warn;
+use tracing::{info, warn};
 
 /// What the driver thread needs that is decided before the server exists.
 pub(super) struct DriverStart {
@@ -35,15 +39,23 @@ pub(super) struct DriverStart {
     pub(super) commands: rtrb::Consumer<Command>,
     /// Slots the engine and the reservation manager are sized for.
     pub(super) max_clients: usize,
+    /// `-d file`: the driver, its files already opened.
+    file: Option<FileDriver>,
 }
 
 impl DriverStart {
-    /// Decides the scheduling mode and creates the shared engine state; also
-    /// returns the control side's end of the reservation command queue.
+    /// Decides the scheduling mode, creates the shared engine state and
+    /// (`-d file`) opens the files; also returns the control side's end of
+    /// the reservation command queue. Errors (a file that cannot be opened
+    /// or created) come before any client can connect.
     pub(super) fn prepare(
         cfg: &Config,
         caps: Capacities,
-    ) -> (DriverStart, rtrb::Producer<Command>) {
+    ) -> Result<(DriverStart, rtrb::Producer<Command>), String> {
+        let file = match &cfg.driver {
+            DriverArgs::File(f) => Some(file_driver(cfg, f, caps)?),
+            DriverArgs::Dummy(_) => None,
+        };
         let engine = Arc::new(EngineShared::new(caps.max_clients));
         let (mode, sched_desc, ledger) = sched_mode(cfg);
         let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(256);
@@ -54,8 +66,14 @@ impl DriverStart {
             ledger,
             commands: cmd_rx,
             max_clients: caps.max_clients as usize,
+            file,
         };
-        (start, cmd_tx)
+        Ok((start, cmd_tx))
+    }
+
+    /// `-d file`: the render's control (start trigger, outcome).
+    pub(super) fn render_control(&self) -> Option<Arc<RenderControl>> {
+        self.file.as_ref().map(|f| f.control())
     }
 
     /// Whether reservations exist (deadline mode).
@@ -64,16 +82,69 @@ impl DriverStart {
     }
 }
 
+/// The file driver from its options (opens the input, creates the output).
+fn file_driver(cfg: &Config, f: &FileArgs, caps: Capacities) -> Result<FileDriver, String> {
+    let spec = FileSpec {
+        input: f.input.clone(),
+        output: f.output.clone(),
+        output_format: f.output_format.map(|o| match o {
+            OutputFormat::F32 => SampleFormat::F32,
+            OutputFormat::S16 => SampleFormat::S16,
+            OutputFormat::S24 => SampleFormat::S24,
+            OutputFormat::S32 => SampleFormat::S32,
+        }),
+        capture: f.capture_channels() as usize,
+        playback: f.playback_channels() as usize,
+        rate: f.rate(),
+        frames: f.frames(),
+        period: f.period,
+        async_period: !cfg.server.sync,
+    };
+    FileDriver::create(spec, caps.max_frames as usize)
+}
+
 /// Builds the engine and its reservation manager, spawns the driver thread
 /// and waits (up to 5 s) until it runs. Returns the driver's event ring.
 pub(super) fn start(
-    d: DriverStart,
+    mut d: DriverStart,
     cfg: &Config,
     view: Arc<View>,
     ports: DriverPorts,
     profile: Option<Arc<ProfileSegment>>,
 ) -> Result<rtrb::Consumer<RtEvent>, String> {
-    let DriverArgs::Dummy(dummy) = &cfg.driver;
+    match (&cfg.driver, d.file.take()) {
+        (DriverArgs::File(f), Some(file)) => {
+            if !f.realtime {
+                // Offline: freewheel for the whole run.
+                view.header().freewheel.store(1, Ordering::Release);
+            }
+            if !f.start_when_connected {
+                file.control().start();
+            }
+            spawn_engine(d, cfg, view, ports, profile, file)
+        }
+        (DriverArgs::Dummy(dummy), _) => {
+            let driver = DummyDriver::new(
+                ports.playback.len(),
+                view.layout().caps.max_frames as usize,
+                dummy.loopback,
+            );
+            spawn_engine(d, cfg, view, ports, profile, driver)
+        }
+        (DriverArgs::File(_), None) => Err("the file driver was not prepared".into()),
+    }
+}
+
+/// Spawns the driver thread running `driver` and waits (up to 5 s) until
+/// it runs. Returns the driver's event ring.
+fn spawn_engine<D: Driver + Send + 'static>(
+    d: DriverStart,
+    cfg: &Config,
+    view: Arc<View>,
+    ports: DriverPorts,
+    profile: Option<Arc<ProfileSegment>>,
+    driver: D,
+) -> Result<rtrb::Consumer<RtEvent>, String> {
     let (tx, rx) = rtrb::RingBuffer::new(4096);
     let res = Reservations::new(
         d.mode,
@@ -81,11 +152,6 @@ pub(super) fn start(
         d.ledger,
         d.engine.res.clone(),
         d.commands,
-    );
-    let driver = DummyDriver::new(
-        ports.playback.len(),
-        view.layout().caps.max_frames as usize,
-        dummy.loopback,
     );
     let eng = Engine::new(
         view,
@@ -136,6 +202,68 @@ impl Server {
             .describe()
         } else {
             self.driver_sched()
+        }
+    }
+
+    /// `-d file --start-when-connected`: starts a thread that lets the
+    /// render begin once every `system:playback_N` port is connected.
+    pub(super) fn watch_render_start(self: &Arc<Self>) -> Result<(), String> {
+        let Some(render) = self.render.clone().filter(|r| !r.started()) else {
+            return Ok(());
+        };
+        info!("holding the render until every system:playback port is connected");
+        let s = self.clone();
+        std::thread::Builder::new()
+            .name("resound-render-start".into())
+            .spawn(move || {
+                while !s.stopping.load(Ordering::Acquire) {
+                    if s.playback_connected() {
+                        info!("every system:playback port is connected: rendering starts");
+                        render.start();
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| format!("render start thread: {e}"))
+    }
+
+    /// Whether every playback port of the driver has a connection.
+    fn playback_connected(&self) -> bool {
+        let st = self.lock();
+        let g = &st.graph;
+        let fed = |port: u32| g.connections().iter().any(|c| c.dst == port);
+        let all = g
+            .ports()
+            .filter(|(_, p)| p.owner == DRIVER && p.flags & port_flags::IS_INPUT != 0)
+            .all(|(i, _)| fed(i));
+        all
+    }
+
+    /// `-d file`: the reason the server should stop, once the render reached
+    /// the end of its input (None otherwise, or with another driver).
+    pub fn render_ended(&self) -> Option<&'static str> {
+        let r = self.render.as_ref()?;
+        r.ended().then_some(match &self.cfg.driver {
+            DriverArgs::File(f) if f.input.is_none() => "end of render (--seconds)",
+            _ => "end of input",
+        })
+    }
+
+    /// `-d file`: waits (up to `timeout`) until the driver finalised the
+    /// output; the frames written or what went wrong. None with another driver.
+    pub fn render_outcome(&self, timeout: Duration) -> Option<Result<u64, String>> {
+        let r = self.render.as_ref()?;
+        let t0 = Instant::now();
+        loop {
+            if let Some(o) = r.outcome() {
+                return Some(o);
+            }
+            if t0.elapsed() >= timeout {
+                return Some(Err("the output file was not finalised in time".into()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 

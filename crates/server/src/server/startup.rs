@@ -7,7 +7,7 @@
 
 use super::driver_thread::{self, DriverStart};
 use super::{Server, State};
-use crate::config::{Config, DriverArgs};
+use crate::config::Config;
 use crate::internal::Internals;
 use resound_graph::{Graph, DRIVER};
 use resound_shm::limits::{self, AUDIO_TYPE};
@@ -35,6 +35,7 @@ impl Server {
         resound_protocol::paths::check_server_name(&name)?;
         let socket = claim_socket(&name)?;
         let caps = capacities(&cfg);
+        let (driver, commands) = DriverStart::prepare(&cfg, caps)?;
         let (view, mut locked) = create_view(&cfg, caps)?;
         let profile = create_profile_ring(&cfg, caps, &mut locked)?;
         if let Err(e) = locked {
@@ -43,7 +44,6 @@ impl Server {
         let (graph, ports) = driver_graph(&cfg, caps)?;
         let listener = UnixListener::bind(&socket)
             .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
-        let (driver, commands) = DriverStart::prepare(&cfg, caps);
         let server = Arc::new(Server {
             name,
             cfg: cfg.clone(),
@@ -66,6 +66,7 @@ impl Server {
             ledger_capacity: driver.ledger.capacity(),
             profile: profile.clone(),
             internals: Internals::default(),
+            render: driver.render_control(),
         });
         {
             let mut st = server.lock();
@@ -73,6 +74,7 @@ impl Server {
         }
         let events = driver_thread::start(driver, &cfg, view, ports, profile)?;
         server.spawn_control_threads(events, listener)?;
+        server.watch_render_start()?;
         Ok(server)
     }
 
@@ -196,17 +198,16 @@ fn create_profile_ring(
 /// The initial graph: the driver ("system") with its physical ports.
 fn driver_graph(cfg: &Config, caps: Capacities) -> Result<(Graph, DriverPorts), String> {
     let mut graph = Graph::new(caps, "system", std::process::id());
-    let DriverArgs::Dummy(d) = &cfg.driver;
     let phys = port_flags::IS_PHYSICAL | port_flags::IS_TERMINAL;
     let mut register = |short: String, direction: u32| {
         graph
             .register_port(DRIVER, &short, AUDIO_TYPE, direction | phys)
             .map_err(|e| format!("driver ports: {e}"))
     };
-    let capture = (1..=d.capture)
+    let capture = (1..=cfg.capture_channels())
         .map(|i| register(format!("capture_{i}"), port_flags::IS_OUTPUT))
         .collect::<Result<Vec<_>, _>>()?;
-    let playback = (1..=d.playback)
+    let playback = (1..=cfg.playback_channels())
         .map(|i| register(format!("playback_{i}"), port_flags::IS_INPUT))
         .collect::<Result<Vec<_>, _>>()?;
     Ok((graph, DriverPorts { capture, playback }))
