@@ -11,7 +11,8 @@
 //! 8. arm every active node's activation counter and trigger the driver's
 //!    downstream nodes;
 //! 9. sync mode or freewheel: wait for the graph's end (bounded by the
-//!    next cycle's start; freewheeling, until it is done), then playback.
+//!    next cycle's start; freewheeling, by a long bound or, for offline
+//!    rendering, until it is done), then playback.
 //!
 //! Runs on the driver thread (real-time): no allocation, lock or log.
 
@@ -197,7 +198,8 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     }
 
     /// Step 9: waits for the graph's end, bounded by the next cycle's start;
-    /// freewheeling, until the graph is done (see [`Self::keep_waiting`]).
+    /// freewheeling, by [`FREEWHEEL_WAIT_NS`] or until the graph is done
+    /// (see [`Self::keep_waiting`]).
     /// Real-time safe.
     fn wait_for_graph(&mut self, view: &View, a: CycleArgs, ends: u32, seen: u32) {
         if a.freewheel && ends == 0 {
@@ -237,14 +239,17 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         }
     }
 
-    /// A freewheeling cycle ends only with the whole graph (deterministic
-    /// renders), unless the server stops or a new graph is pending (a client
-    /// left or the wiring changed: the old graph may never finish).
-    /// Real-time safe.
+    /// With a driver that asks for it (offline rendering), a freewheeling
+    /// cycle ends only with the whole graph (deterministic renders), unless
+    /// the server stops or a new graph is pending (a client left or the
+    /// wiring changed: the old graph may never finish). Real-time safe.
     fn keep_waiting(&self, view: &View, a: CycleArgs) -> bool {
         let pending =
             view.header().switch.load(Ordering::Acquire) & (switch::PENDING | switch::WRITING);
-        a.freewheel && pending == 0 && !self.shared.stop.load(Ordering::Acquire)
+        a.freewheel
+            && self.driver.freewheel_waits_for_graph()
+            && pending == 0
+            && !self.shared.stop.load(Ordering::Acquire)
     }
 }
 

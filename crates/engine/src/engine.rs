@@ -11,9 +11,10 @@
 //!
 //! **Freewheel** (`ControlHeader::freewheel`): the driver does not pace;
 //! each cycle starts as soon as the previous one ended and always waits for
-//! the whole graph, whatever the sync mode: past [`FREEWHEEL_WAIT_NS`] it
-//! keeps waiting unless the server stops or the graph changed (a client
-//! left), so a freewheeling render never runs ahead of a slow client.
+//! the whole graph, whatever the sync mode, bounded by [`FREEWHEEL_WAIT_NS`];
+//! a driver that renders offline ([`Driver::freewheel_waits_for_graph`])
+//! keeps waiting past it unless the server stops or the graph changed (a
+//! client left), so a render never runs ahead of a slow client.
 //!
 //! Runs on the dedicated driver thread (real-time).
 
@@ -30,8 +31,8 @@ use resound_shm::sync::Ordering;
 use resound_shm::View;
 use std::sync::Arc;
 
-/// How long a freewheeling cycle waits for the graph before it looks whether
-/// the server stops or the graph changed (then it ends the cycle).
+/// How long a freewheeling cycle waits for the graph before it ends (or, for
+/// an offline render, looks whether the server stops or the graph changed).
 pub const FREEWHEEL_WAIT_NS: u64 = 1_000_000_000;
 
 /// Settings of the engine.

@@ -106,4 +106,11 @@ pub trait Driver {
     fn latencies(&self) -> Latencies;
     /// Brings the device back after `fault`; Err if it cannot. Real-time safe.
     fn recover(&mut self, fault: Fault) -> Result<(), Fault>;
+    /// Whether a freewheeling cycle waits for the whole graph however long
+    /// it takes (offline rendering: every cycle complete, the same output
+    /// for the same input) instead of ending after
+    /// [`crate::FREEWHEEL_WAIT_NS`] with an xrun. Real-time safe.
+    fn freewheel_waits_for_graph(&self) -> bool {
+        false
+    }
 }

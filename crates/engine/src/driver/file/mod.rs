@@ -354,6 +354,11 @@ impl Driver for FileDriver {
         Latencies::default()
     }
 
+    /// Yes: a render never runs ahead of a slow client. Real-time safe.
+    fn freewheel_waits_for_graph(&self) -> bool {
+        true
+    }
+
     /// Only the end of the stream is a fault, and it is final. Real-time safe.
     fn recover(&mut self, fault: Fault) -> Result<(), Fault> {
         match fault {
