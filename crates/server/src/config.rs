@@ -529,4 +529,54 @@ mod tests {
             .to_string()
             .contains("outside"));
     }
+
+    #[test]
+    fn file_driver_command_lines() {
+        let dir = std::env::temp_dir().join(format!("resound-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wav = dir.join("in.wav");
+        let spec = hound::WavSpec {
+            channels: 3,
+            sample_rate: 44100,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&wav, spec).unwrap();
+        for _ in 0..30 {
+            w.write_sample(0i16).unwrap();
+        }
+        w.finalize().unwrap();
+        let input = wav.to_str().unwrap();
+        let c = p(&format!(
+            "resoundd -d file --input {input} --output /tmp/o.wav -p 128"
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.rate(), c.period(), c.driver_name()),
+            (44100, 128, "file")
+        );
+        assert_eq!((c.capture_channels(), c.playback_channels()), (3, 3));
+        assert!(c.server.sync, "a freewheeling render is sync mode");
+        let c = p(&format!(
+            "resoundd -d file -i {input} -o /tmp/o.wav --realtime -P 1"
+        ))
+        .unwrap();
+        assert!(!c.server.sync && c.playback_channels() == 1);
+        let e = p(&format!(
+            "resoundd -d file -i {input} -o /tmp/o.wav -r 48000"
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("disagrees"), "{e}");
+        let c = p("resoundd -d file --seconds 2 -r 96000 -o /tmp/o.wav").unwrap();
+        let DriverArgs::File(f) = &c.driver else {
+            panic!("file")
+        };
+        assert_eq!((f.frames(), c.capture_channels()), (192000, 2));
+        assert!(p("resoundd -d file -o /tmp/o.wav").is_err());
+        assert!(p(&format!(
+            "resoundd -d file -i {input} --seconds 1 -o /tmp/o.wav"
+        ))
+        .is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

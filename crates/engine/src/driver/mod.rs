@@ -17,7 +17,7 @@
 //!   [`Fault::Xrun`]) and returns when a period is available; `capture` and
 //!   `playback` copy between the mmap areas and the port buffers, converting
 //!   the sample format; `recover` re-prepares and prefills after an xrun.
-//! * **File** ([`file`]): `wait` paces on the clock normally and does not
+//! * **File** ([`mod@file`]): `wait` paces on the clock normally and does not
 //!   wait at all when freewheeling (render faster than real time); the end
 //!   of the input is [`Fault::EndOfStream`].
 //! * **Network**: `wait` blocks on the socket for the next packet, a missing

@@ -22,7 +22,7 @@
 //! publishes the outcome in [`RenderControl`].
 //!
 //! The samples travel through lock-free rings filled and drained by helper
-//! threads ([`io`]); the driver thread only copies floats, and waits on a
+//! threads (the `io` module); the driver thread only copies floats, and waits on a
 //! ring (a futex) only when a helper thread is behind.
 //!
 //! Runs on the driver thread (real-time); `create` and `open` at start-up,
