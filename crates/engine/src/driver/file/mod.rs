@@ -367,3 +367,69 @@ impl Driver for FileDriver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::SimClock;
+
+    /// The driver alone, its capture handed straight back as playback: the
+    /// output is the input two periods later, as long as input + latency.
+    #[test]
+    fn a_passthrough_comes_out_two_periods_later() {
+        let dir = std::env::temp_dir().join(format!("resound-filedrv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let (input, output) = (dir.join("in.wav"), dir.join("out.wav"));
+        let mut w = hound::WavWriter::create(&input, SampleFormat::S16.spec(1, 48000)).unwrap();
+        for i in 0..1000i32 {
+            w.write_sample((i * 13 % 60000 - 30000) as i16).unwrap();
+        }
+        w.finalize().unwrap();
+        let spec = FileSpec {
+            input: Some(input.clone()),
+            output: output.clone(),
+            output_format: None,
+            capture: 1,
+            playback: 1,
+            rate: 48000,
+            frames: 0,
+            period: 64,
+            async_period: false,
+        };
+        let mut d = FileDriver::create(spec, 64).unwrap();
+        d.control().start();
+        let clock = SimClock::default();
+        d.open(64).unwrap();
+        d.start(clock.now_ns()).unwrap();
+        let period = Period {
+            frames: 64,
+            rate: 48000,
+            freewheel: true,
+        };
+        let mut buf = [0.0f32; 64];
+        let mut cycles = 0;
+        while d.wait(&clock, period).is_ok() {
+            d.capture(0, &mut buf);
+            d.playback(0, &buf);
+            cycles += 1;
+            assert!(cycles < 100, "the render does not end");
+        }
+        assert!(d.control().ended());
+        d.stop();
+        assert_eq!(d.control().outcome(), Some(Ok(1000 + 128)));
+        let inp: Vec<i16> = hound::WavReader::open(&input)
+            .unwrap()
+            .samples::<i16>()
+            .map(|s| s.unwrap())
+            .collect();
+        let out: Vec<i16> = hound::WavReader::open(&output)
+            .unwrap()
+            .samples::<i16>()
+            .map(|s| s.unwrap())
+            .collect();
+        assert_eq!(out.len(), 1128);
+        assert!(out[..128].iter().all(|&s| s == 0));
+        assert_eq!(&out[128..], &inp[..]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
