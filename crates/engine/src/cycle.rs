@@ -10,8 +10,9 @@
 //! 7. the transport state machine;
 //! 8. arm every active node's activation counter and trigger the driver's
 //!    downstream nodes;
-//! 9. sync mode or freewheel: wait (bounded) for the graph's end, then
-//!    playback.
+//! 9. sync mode or freewheel: wait for the graph's end (bounded by the
+//!    next cycle's start; freewheeling, by a long bound or, for offline
+//!    rendering, until it is done), then playback.
 //!
 //! Runs on the driver thread (real-time): no allocation, lock or log.
 
@@ -197,18 +198,15 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         self.driver.flush();
     }
 
-    /// Step 9: waits for the graph's end, bounded by the next cycle's start
-    /// (freewheel: by [`FREEWHEEL_WAIT_NS`]). Real-time safe.
+    /// Step 9: waits for the graph's end, bounded by the next cycle's start;
+    /// freewheeling, by [`FREEWHEEL_WAIT_NS`] or until the graph is done
+    /// (see [`Self::keep_waiting`]).
+    /// Real-time safe.
     fn wait_for_graph(&mut self, view: &View, a: CycleArgs, ends: u32, seen: u32) {
-        let deadline = if a.freewheel {
-            if ends == 0 {
-                // Nothing to run: do not spin, keep the pace of the clock.
-                self.clock.sleep_until(a.next);
-            }
-            self.clock.now_ns() + FREEWHEEL_WAIT_NS
-        } else {
-            a.next
-        };
+        if a.freewheel && ends == 0 {
+            // Nothing to run: do not spin, keep the pace of the clock.
+            self.clock.sleep_until(a.next);
+        }
         let Some(me) = view.record(0) else { return };
         if ends == 0 {
             return;
@@ -219,12 +217,40 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             activation::count(c) == 0 && activation::tag(c) == tag
         };
         let mut seen = seen;
+        let mut deadline = self.graph_deadline(a);
         while !done() {
             match self.clock.wait_changed(&me.trigger, seen, Some(deadline)) {
+                futex::Wait::Changed(_) if self.shared.stop.load(Ordering::Acquire) => break,
                 futex::Wait::Changed(v) => seen = v,
+                futex::Wait::TimedOut if self.keep_waiting(view, a) => {
+                    deadline = self.graph_deadline(a);
+                }
                 futex::Wait::TimedOut => break,
             }
         }
+    }
+
+    /// Until when the graph is waited for in one go: the next cycle's start,
+    /// freewheeling [`FREEWHEEL_WAIT_NS`] from now. Real-time safe.
+    fn graph_deadline(&self, a: CycleArgs) -> u64 {
+        if a.freewheel {
+            self.clock.now_ns() + FREEWHEEL_WAIT_NS
+        } else {
+            a.next
+        }
+    }
+
+    /// With a driver that asks for it (offline rendering), a freewheeling
+    /// cycle ends only with the whole graph (deterministic renders), unless
+    /// the server stops or a new graph is pending (a client left or the
+    /// wiring changed: the old graph may never finish). Real-time safe.
+    fn keep_waiting(&self, view: &View, a: CycleArgs) -> bool {
+        let pending =
+            view.header().switch.load(Ordering::Acquire) & (switch::PENDING | switch::WRITING);
+        a.freewheel
+            && self.driver.freewheel_waits_for_graph()
+            && pending == 0
+            && !self.shared.stop.load(Ordering::Acquire)
     }
 }
 

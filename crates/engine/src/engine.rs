@@ -11,8 +11,10 @@
 //!
 //! **Freewheel** (`ControlHeader::freewheel`): the driver does not pace;
 //! each cycle starts as soon as the previous one ended and always waits for
-//! the whole graph (bounded by [`FREEWHEEL_WAIT_NS`]), whatever the sync
-//! mode.
+//! the whole graph, whatever the sync mode, bounded by [`FREEWHEEL_WAIT_NS`];
+//! a driver that renders offline ([`Driver::freewheel_waits_for_graph`])
+//! keeps waiting past it unless the server stops or the graph changed (a
+//! client left), so a render never runs ahead of a slow client.
 //!
 //! Runs on the dedicated driver thread (real-time).
 
@@ -29,7 +31,8 @@ use resound_shm::sync::Ordering;
 use resound_shm::View;
 use std::sync::Arc;
 
-/// Longest a freewheeling cycle waits for the graph before counting an xrun.
+/// How long a freewheeling cycle waits for the graph before it ends (or, for
+/// an offline render, looks whether the server stops or the graph changed).
 pub const FREEWHEEL_WAIT_NS: u64 = 1_000_000_000;
 
 /// Settings of the engine.
@@ -273,12 +276,16 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     }
 
     /// A driver fault: reported (an xrun counts as one), then recovered from.
-    /// False if the device cannot recover. Real-time safe.
+    /// False if the device cannot recover, or the stream ended (the loop
+    /// stops). Real-time safe.
     fn on_fault(&mut self, cycle: u64, fault: Fault) -> bool {
         if fault == Fault::Xrun {
             self.view.header().xruns.fetch_add(1, Ordering::Relaxed);
         }
         self.emit(RtEvent::DriverFault { cycle, fault });
+        if fault == Fault::EndOfStream {
+            return false;
+        }
         self.driver.recover(fault).is_ok()
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Everything on the driver thread (real-time): the loop ([`engine`]) and
 //! one audio cycle ([`cycle`]), the device behind the [`driver::Driver`]
-//! seam ([`driver::dummy`], [`driver::alsa`]), time behind the [`clock::Clock`] seam
+//! seam ([`driver::dummy`], [`driver::alsa`], [`driver::file`] for offline rendering), time behind the [`clock::Clock`] seam
 //! (a simulated clock for tests), the look-back [`verdict`]s, the
 //! reservations of the graph's real-time threads ([`reserve`]), the
 //! [`transport`] state machine, the DSP [`load`] statistics, and the
@@ -27,6 +27,7 @@ pub mod verdict;
 pub use clock::{Clock, MonotonicClock, SimClock, SimPoint};
 pub use driver::alsa::{AlsaConfig, AlsaDriver};
 pub use driver::dummy::DummyDriver;
+pub use driver::file::{FileDriver, FileSpec, RenderControl};
 pub use driver::{Driver, Fault, Latencies, Period, Wake};
 pub use engine::{Engine, EngineConfig, FREEWHEEL_WAIT_NS};
 pub use events::{EventSink, RtEvent};

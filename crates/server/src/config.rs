@@ -14,8 +14,8 @@ use resound_shm::limits::{self, MAX_BUFFER_FRAMES, MIN_BUFFER_FRAMES};
     name = "resoundd",
     version,
     about = "resound: a JACK-compatible low-latency audio server",
-    override_usage = "resoundd [server options] -d DRIVER [driver options]\n       resoundd -d dummy --help   (driver options)",
-    after_help = "Drivers: dummy (no sound card; cycles on absolute CLOCK_MONOTONIC deadlines), alsa (a sound card; resoundd -d alsa --help).\nExample: resoundd -d dummy -r 48000 -p 128"
+    override_usage = "resoundd [server options] -d DRIVER [driver options]\n       resoundd -d dummy --help   (driver options; also -d alsa --help, -d file --help)",
+    after_help = "Drivers: dummy (no sound card; cycles on absolute CLOCK_MONOTONIC deadlines),\n         alsa (a sound card, or any ALSA PCM; resoundd -d alsa --help),\n         file (offline rendering from and to WAV files; resoundd -d file --help).\nExample: resoundd -d dummy -r 48000 -p 128"
 )]
 pub struct ServerArgs {
     /// Server name (clients choose it with $JACK_DEFAULT_SERVER or their server-name option).
@@ -279,6 +279,86 @@ impl AlsaArgs {
     }
 }
 
+/// `--output-format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    /// 32-bit float.
+    F32,
+    /// 16-bit integer.
+    S16,
+    /// 24-bit integer.
+    S24,
+    /// 32-bit integer.
+    S32,
+}
+
+/// Options of the file driver (offline rendering).
+#[derive(Debug, Clone, Args)]
+pub struct FileArgs {
+    /// WAV file the capture ports (system:capture_N) read, one channel each
+    /// (16, 24 or 32-bit integer or 32-bit float). The server stops when it ends.
+    #[arg(short = 'i', long = "input", value_name = "IN.wav")]
+    pub input: Option<std::path::PathBuf>,
+    /// WAV file the playback ports (system:playback_N) are written to (created or replaced).
+    #[arg(short = 'o', long = "output", value_name = "OUT.wav", required = true)]
+    pub output: std::path::PathBuf,
+    /// Sample rate in Hz (default: the input's; must agree with it).
+    #[arg(short = 'r', long = "rate", value_parser = clap::value_parser!(u32).range(1000..=768000))]
+    pub rate: Option<u32>,
+    /// Frames per period.
+    #[arg(short = 'p', long = "period", default_value_t = 1024)]
+    pub period: u32,
+    /// Capture channels (default: the input's channel count, else 2).
+    #[arg(short = 'C', long = "capture", value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub capture: Option<u32>,
+    /// Playback channels, the output's channels (default: the input's channel count, else 2).
+    #[arg(short = 'P', long = "playback", value_parser = clap::value_parser!(u32).range(1..=256))]
+    pub playback: Option<u32>,
+    /// Run at the real rate instead of as fast as the graph allows (freewheeling).
+    #[arg(long)]
+    pub realtime: bool,
+    /// Without --input: render this many seconds (capture ports are silent).
+    #[arg(long, value_name = "S", conflicts_with = "input")]
+    pub seconds: Option<f64>,
+    /// Sample format of the output (default: the input's, else f32).
+    #[arg(long = "output-format", value_enum)]
+    pub output_format: Option<OutputFormat>,
+    /// Hold the render until every system:playback_N port is connected
+    /// (cycles run on the clock with silent capture and nothing is recorded
+    /// until then), so clients can connect and wire the graph first.
+    #[arg(long = "start-when-connected")]
+    pub start_when_connected: bool,
+    /// The input's header, read at start-up (not an option).
+    #[arg(skip)]
+    pub input_info: Option<resound_engine::driver::file::InputInfo>,
+}
+
+impl FileArgs {
+    /// Sample rate: `-r`, else the input's.
+    pub fn rate(&self) -> u32 {
+        self.rate
+            .or(self.input_info.map(|i| i.rate))
+            .unwrap_or(48000)
+    }
+
+    /// Capture channels: `-C`, else the input's, else 2.
+    pub fn capture_channels(&self) -> u32 {
+        self.capture
+            .unwrap_or_else(|| self.input_info.map_or(2, |i| i.channels as u32))
+    }
+
+    /// Playback channels: `-P`, else the input's, else 2.
+    pub fn playback_channels(&self) -> u32 {
+        self.playback
+            .unwrap_or_else(|| self.input_info.map_or(2, |i| i.channels as u32))
+    }
+
+    /// Frames to render without input (`--seconds`).
+    pub fn frames(&self) -> u64 {
+        (self.seconds.unwrap_or(0.0) * self.rate() as f64).round() as u64
+    }
+}
+
 #[derive(Debug, Clone, Parser)]
 #[command(
     name = "resoundd -d alsa",
@@ -289,6 +369,17 @@ struct AlsaCli {
     args: AlsaArgs,
 }
 
+#[derive(Debug, Clone, Parser)]
+#[command(
+    name = "resoundd -d file",
+    about = "File driver: offline rendering from a WAV file (capture) to a WAV file (playback), as fast as the graph allows or at the real rate",
+    after_help = "Example: resoundd -d file --input in.wav --output out.wav -p 256 --start-when-connected"
+)]
+struct FileCli {
+    #[command(flatten)]
+    args: FileArgs,
+}
+
 /// The driver and its options.
 #[derive(Debug, Clone)]
 pub enum DriverArgs {
@@ -296,6 +387,8 @@ pub enum DriverArgs {
     Dummy(DummyArgs),
     /// The ALSA driver.
     Alsa(AlsaArgs),
+    /// The file driver (offline rendering).
+    File(FileArgs),
 }
 
 /// A complete configuration.
@@ -313,6 +406,7 @@ impl Config {
         match &self.driver {
             DriverArgs::Dummy(d) => d.rate,
             DriverArgs::Alsa(a) => a.rate,
+            DriverArgs::File(f) => f.rate(),
         }
     }
 
@@ -321,6 +415,7 @@ impl Config {
         match &self.driver {
             DriverArgs::Dummy(d) => d.period,
             DriverArgs::Alsa(a) => a.period,
+            DriverArgs::File(f) => f.period,
         }
     }
 
@@ -329,6 +424,25 @@ impl Config {
         match &self.driver {
             DriverArgs::Dummy(_) => "dummy",
             DriverArgs::Alsa(_) => "alsa",
+            DriverArgs::File(_) => "file",
+        }
+    }
+
+    /// Capture channels (system:capture_N ports).
+    pub fn capture_channels(&self) -> u32 {
+        match &self.driver {
+            DriverArgs::Dummy(d) => d.capture,
+            DriverArgs::Alsa(a) => a.inchannels,
+            DriverArgs::File(f) => f.capture_channels(),
+        }
+    }
+
+    /// Playback channels (system:playback_N ports).
+    pub fn playback_channels(&self) -> u32 {
+        match &self.driver {
+            DriverArgs::Dummy(d) => d.playback,
+            DriverArgs::Alsa(a) => a.outchannels,
+            DriverArgs::File(f) => f.playback_channels(),
         }
     }
 }
@@ -368,7 +482,7 @@ pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
     let Some(driver) = driver else {
         return Err(ServerArgs::command_error(
             clap::error::ErrorKind::MissingRequiredArgument,
-            "no driver given: use -d DRIVER (available: dummy, alsa), e.g. resoundd -d dummy -r 48000 -p 128",
+            "no driver given: use -d DRIVER (available: dummy, alsa, file), e.g. resoundd -d dummy -r 48000 -p 128",
         ));
     };
     let driver = match driver.as_str() {
@@ -376,15 +490,7 @@ pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
             let mut v = vec!["resoundd -d dummy".to_string()];
             v.extend(rest);
             let d = DummyCli::try_parse_from(v)?.args;
-            if !(MIN_BUFFER_FRAMES..=MAX_BUFFER_FRAMES).contains(&d.period) {
-                return Err(ServerArgs::command_error(
-                    clap::error::ErrorKind::ValueValidation,
-                    format!(
-                        "period of {} frames is outside {MIN_BUFFER_FRAMES}..={MAX_BUFFER_FRAMES}",
-                        d.period
-                    ),
-                ));
-            }
+            check_period(d.period)?;
             DriverArgs::Dummy(d)
         }
         "alsa" => {
@@ -394,25 +500,71 @@ pub fn parse(argv: &[String]) -> Result<Config, clap::Error> {
             check_period(a.period)?;
             DriverArgs::Alsa(a)
         }
+        "file" => {
+            let mut v = vec!["resoundd -d file".to_string()];
+            v.extend(rest);
+            DriverArgs::File(parse_file(FileCli::try_parse_from(v)?.args)?)
+        }
         other => {
             return Err(ServerArgs::command_error(
                 clap::error::ErrorKind::InvalidValue,
-                format!("unknown driver {other:?} (available: dummy, alsa)"),
+                format!("unknown driver {other:?} (available: dummy, alsa, file)"),
             ))
         }
     };
+    let mut server = server;
+    if let DriverArgs::File(f) = &driver {
+        // A freewheeling render waits for the whole graph every cycle: it
+        // is sync mode whatever -S says (and the latencies reported say so).
+        server.sync |= !f.realtime;
+    }
     Ok(Config { server, driver })
 }
 
-/// Refuses a period outside the frames the shared buffers allow.
+fn value_error(msg: impl std::fmt::Display) -> clap::Error {
+    ServerArgs::command_error(clap::error::ErrorKind::ValueValidation, msg)
+}
+
 fn check_period(period: u32) -> Result<(), clap::Error> {
-    if (MIN_BUFFER_FRAMES..=MAX_BUFFER_FRAMES).contains(&period) {
-        return Ok(());
+    if !(MIN_BUFFER_FRAMES..=MAX_BUFFER_FRAMES).contains(&period) {
+        return Err(value_error(format!(
+            "period of {period} frames is outside {MIN_BUFFER_FRAMES}..={MAX_BUFFER_FRAMES}"
+        )));
     }
-    Err(ServerArgs::command_error(
-        clap::error::ErrorKind::ValueValidation,
-        format!("period of {period} frames is outside {MIN_BUFFER_FRAMES}..={MAX_BUFFER_FRAMES}"),
-    ))
+    Ok(())
+}
+
+/// Checks the file driver's options and reads the input's header: a
+/// missing or unreadable input, a rate that disagrees with it, or no length
+/// at all are errors here, before anything starts.
+fn parse_file(mut f: FileArgs) -> Result<FileArgs, clap::Error> {
+    check_period(f.period)?;
+    match &f.input {
+        Some(path) => {
+            let info = resound_engine::driver::file::probe_input(path).map_err(value_error)?;
+            if let Some(r) = f.rate.filter(|&r| r != info.rate) {
+                return Err(value_error(format!(
+                    "-r {r} disagrees with the input {}, which is at {} Hz (leave -r out to use the input's rate)",
+                    path.display(),
+                    info.rate
+                )));
+            }
+            f.input_info = Some(info);
+        }
+        None => match f.seconds {
+            Some(s) if s > 0.0 && s <= 86400.0 => {}
+            Some(s) => return Err(value_error(format!("--seconds {s} must be in 0..=86400"))),
+            None => {
+                return Err(value_error(
+                    "the file driver needs --input IN.wav, or --seconds S to render S seconds without input",
+                ))
+            }
+        },
+    }
+    if f.input.is_some() && f.input.as_deref() == Some(f.output.as_path()) {
+        return Err(value_error("--input and --output are the same file"));
+    }
+    Ok(f)
 }
 
 impl ServerArgs {
@@ -573,5 +725,55 @@ mod tests {
             .contains("outside"));
         let c = p("resoundd -d alsa -r 96000 -p 64").unwrap();
         assert_eq!((c.rate(), c.period(), c.driver_name()), (96000, 64, "alsa"));
+    }
+
+    #[test]
+    fn file_driver_command_lines() {
+        let dir = std::env::temp_dir().join(format!("resound-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let wav = dir.join("in.wav");
+        let spec = hound::WavSpec {
+            channels: 3,
+            sample_rate: 44100,
+            bits_per_sample: 16,
+            sample_format: hound::SampleFormat::Int,
+        };
+        let mut w = hound::WavWriter::create(&wav, spec).unwrap();
+        for _ in 0..30 {
+            w.write_sample(0i16).unwrap();
+        }
+        w.finalize().unwrap();
+        let input = wav.to_str().unwrap();
+        let c = p(&format!(
+            "resoundd -d file --input {input} --output /tmp/o.wav -p 128"
+        ))
+        .unwrap();
+        assert_eq!(
+            (c.rate(), c.period(), c.driver_name()),
+            (44100, 128, "file")
+        );
+        assert_eq!((c.capture_channels(), c.playback_channels()), (3, 3));
+        assert!(c.server.sync, "a freewheeling render is sync mode");
+        let c = p(&format!(
+            "resoundd -d file -i {input} -o /tmp/o.wav --realtime -P 1"
+        ))
+        .unwrap();
+        assert!(!c.server.sync && c.playback_channels() == 1);
+        let e = p(&format!(
+            "resoundd -d file -i {input} -o /tmp/o.wav -r 48000"
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("disagrees"), "{e}");
+        let c = p("resoundd -d file --seconds 2 -r 96000 -o /tmp/o.wav").unwrap();
+        let DriverArgs::File(f) = &c.driver else {
+            panic!("file")
+        };
+        assert_eq!((f.frames(), c.capture_channels()), (192000, 2));
+        assert!(p("resoundd -d file -o /tmp/o.wav").is_err());
+        assert!(p(&format!(
+            "resoundd -d file -i {input} --seconds 1 -o /tmp/o.wav"
+        ))
+        .is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

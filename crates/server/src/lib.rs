@@ -16,7 +16,8 @@ pub mod server;
 use std::sync::Arc;
 
 /// Entry point of the `resoundd` binary: parses `argv`, runs until SIGINT or
-/// SIGTERM, returns the process exit code.
+/// SIGTERM (or, `-d file`, the end of the render: then 0 once the output is
+/// finalised), returns the process exit code.
 pub fn main(argv: Vec<String>) -> i32 {
     let cfg = match config::parse(&argv) {
         Ok(c) => c,
@@ -64,15 +65,36 @@ pub fn main(argv: Vec<String>) -> i32 {
         server.driver_sched(),
         server.socket().display()
     );
-    let sig = signals
-        .forever()
-        .next()
-        .unwrap_or(signal_hook::consts::SIGTERM);
-    let name = match sig {
-        signal_hook::consts::SIGINT => "SIGINT",
-        signal_hook::consts::SIGHUP => "SIGHUP",
-        _ => "SIGTERM",
-    };
-    server.stop(&format!("server received {name}"));
-    0
+    let reason = wait_for_stop(&mut signals, &server);
+    server.stop(&reason);
+    match server.render_outcome(std::time::Duration::from_secs(120)) {
+        Some(Ok(frames)) => {
+            tracing::info!("output finished: {frames} frames written");
+            0
+        }
+        Some(Err(e)) => {
+            eprintln!("resoundd: {e}");
+            1
+        }
+        None => 0,
+    }
+}
+
+/// Waits for SIGINT, SIGTERM or SIGHUP, or (`-d file`) the end of the
+/// render; returns the reason to stop.
+fn wait_for_stop(signals: &mut signal_hook::iterator::Signals, server: &server::Server) -> String {
+    loop {
+        if let Some(sig) = signals.pending().next() {
+            let name = match sig {
+                signal_hook::consts::SIGINT => "SIGINT",
+                signal_hook::consts::SIGHUP => "SIGHUP",
+                _ => "SIGTERM",
+            };
+            return format!("server received {name}");
+        }
+        if let Some(reason) = server.render_ended() {
+            return reason.to_string();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }

@@ -98,6 +98,8 @@ pub struct Server {
     internals: Internals,
     /// The device's latencies on top of the period (the driver's `latencies()`).
     device_latencies: resound_engine::Latencies,
+    /// `-d file`: the render's start trigger and outcome.
+    render: Option<Arc<resound_engine::RenderControl>>,
 }
 
 /// One connection: a client (with a slot) or a control/profile session.

@@ -10,9 +10,9 @@
 //!
 //! Runs on the driver thread (real-time); buffers are allocated in `new`.
 
+use super::pace::Pacer;
 use super::{Driver, Fault, Latencies, Period, Wake};
 use crate::clock::Clock;
-use resound_shm::time::frames_to_ns;
 
 /// The dummy device and its pacing.
 pub struct DummyDriver {
@@ -23,10 +23,8 @@ pub struct DummyDriver {
     playing: Vec<Vec<f32>>,
     /// Recorded last period, delivered as capture now.
     captured: Vec<Vec<f32>>,
-    /// Planned start of the next cycle (ns).
-    deadline: u64,
-    /// The previous cycle was freewheeling.
-    was_freewheeling: bool,
+    /// Cycle starts on the clock.
+    pacer: Pacer,
 }
 
 impl DummyDriver {
@@ -38,8 +36,7 @@ impl DummyDriver {
             out: ch(),
             playing: ch(),
             captured: ch(),
-            deadline: 0,
-            was_freewheeling: false,
+            pacer: Pacer::default(),
         }
     }
 
@@ -54,41 +51,6 @@ impl DummyDriver {
             b.fill(0.0);
         }
     }
-
-    /// Sleeps until the planned start (unless freewheeling back to back) and
-    /// resyncs if the wake-up came more than a period late. Real-time safe.
-    fn pace(&mut self, clock: &dyn Clock, p: Period) -> Wake {
-        // The first freewheeling cycle still starts on the clock (the
-        // previous cycle had its period to finish); the following ones start
-        // as soon as the graph is done; afterwards the clock restarts now.
-        let back_to_back = p.freewheel && self.was_freewheeling;
-        if back_to_back || (!p.freewheel && self.was_freewheeling) {
-            self.deadline = clock.now_ns();
-        }
-        self.was_freewheeling = p.freewheel;
-        if !back_to_back {
-            clock.sleep_until(self.deadline);
-        }
-        let now = clock.now_ns();
-        let period = frames_to_ns(p.frames as u64, p.rate.max(1)).max(1);
-        let delay_ns = now.saturating_sub(self.deadline);
-        let mut skipped = 0;
-        if !p.freewheel && now > self.deadline + period {
-            // Woke more than a period late (machine stalled): resync instead
-            // of running a burst of back-to-back cycles.
-            skipped = (now - self.deadline) / period;
-            self.deadline += skipped * period;
-        }
-        let start_ns = self.deadline;
-        self.deadline += period;
-        Wake {
-            start_ns,
-            awake_ns: now,
-            next_ns: self.deadline,
-            skipped,
-            delay_ns,
-        }
-    }
 }
 
 impl Driver for DummyDriver {
@@ -97,7 +59,7 @@ impl Driver for DummyDriver {
     }
 
     fn start(&mut self, now_ns: u64) -> Result<(), Fault> {
-        self.deadline = now_ns;
+        self.pacer.start(now_ns);
         Ok(())
     }
 
@@ -105,7 +67,7 @@ impl Driver for DummyDriver {
 
     /// Paces the cycle, then crosses the device's period boundary. Real-time safe.
     fn wait(&mut self, clock: &dyn Clock, period: Period) -> Result<Wake, Fault> {
-        let w = self.pace(clock, period);
+        let w = self.pacer.pace(clock, period);
         self.boundary();
         Ok(w)
     }

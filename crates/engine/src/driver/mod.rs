@@ -5,7 +5,8 @@
 //! takes the mixed playback, and reports its latencies. It never panics the
 //! server: everything that goes wrong comes back as a [`Fault`] value, which
 //! the engine reports ([`crate::events::RtEvent::DriverFault`]) and answers
-//! with [`Driver::recover`] (or stops, for [`Fault::DeviceLost`]).
+//! with [`Driver::recover`] (or stops, for [`Fault::DeviceLost`] and
+//! [`Fault::EndOfStream`]).
 //!
 //! The shape is meant to fit the drivers to come:
 //!
@@ -18,9 +19,9 @@
 //!   format; [`Driver::flush`] writes the period; `recover` re-prepares and
 //!   prefills after an xrun, and after a lost device paces on the clock
 //!   until the device is back ([`Driver::take_resumed`]).
-//! * **File**: `wait` paces on the clock normally and does not wait at all
-//!   when freewheeling (render faster than real time); end of file can be
-//!   reported as [`Fault::DeviceLost`].
+//! * **File** ([`mod@file`]): `wait` paces on the clock normally and does not
+//!   wait at all when freewheeling (render faster than real time); the end
+//!   of the input is [`Fault::EndOfStream`].
 //! * **Network**: `wait` blocks on the socket for the next packet, a missing
 //!   packet is [`Fault::Xrun`], a silent peer [`Fault::DeviceLost`].
 //!
@@ -29,6 +30,8 @@
 
 pub mod alsa;
 pub mod dummy;
+pub mod file;
+pub mod pace;
 
 use crate::clock::Clock;
 
@@ -46,6 +49,9 @@ pub enum Fault {
     Unsupported,
     /// An OS error (errno) the driver could not map to the above.
     Os(i32),
+    /// The stream ended (offline rendering: the input is used up and the
+    /// output complete); the engine stops, the server shuts down.
+    EndOfStream,
 }
 
 /// Latencies of the device, in frames, on top of the period.
@@ -113,6 +119,13 @@ pub trait Driver {
     /// True once after the driver came back to its device from running on
     /// the clock after [`Fault::DeviceLost`]. Real-time safe.
     fn take_resumed(&mut self) -> bool {
+        false
+    }
+    /// Whether a freewheeling cycle waits for the whole graph however long
+    /// it takes (offline rendering: every cycle complete, the same output
+    /// for the same input) instead of ending after
+    /// [`crate::FREEWHEEL_WAIT_NS`] with an xrun. Real-time safe.
+    fn freewheel_waits_for_graph(&self) -> bool {
         false
     }
 }

@@ -11,10 +11,14 @@
 use super::sched_mode::sched_mode;
 use super::startup::DriverPorts;
 use super::Server;
-use crate::config::{Config, DriverArgs};
+use crate::config::{Config, DriverArgs, FileArgs, OutputFormat};
+use resound_engine::driver::file::SampleFormat;
 use resound_engine::{kind, Command, Mode, Reservations};
 use resound_engine::{AlsaConfig, AlsaDriver, Driver, Latencies};
 use resound_engine::{DummyDriver, Engine, EngineConfig, EngineShared, MonotonicClock, RtEvent};
+use resound_engine::{FileDriver, FileSpec, RenderControl};
+use resound_graph::DRIVER;
+use resound_shm::port_flags;
 use resound_shm::profile::ProfileSegment;
 use resound_shm::sync::Ordering;
 use resound_shm::{Capacities, View};
@@ -30,6 +34,8 @@ pub(super) enum Device {
     Dummy,
     /// `-d alsa`, opened and negotiated.
     Alsa(Box<AlsaDriver>),
+    /// `-d file` (its files are opened by `DriverStart::prepare`).
+    File,
 }
 
 impl Device {
@@ -37,6 +43,7 @@ impl Device {
     pub(super) fn open(cfg: &Config) -> Result<Device, String> {
         match &cfg.driver {
             DriverArgs::Dummy(_) => Ok(Device::Dummy),
+            DriverArgs::File(_) => Ok(Device::File),
             DriverArgs::Alsa(a) => {
                 let (capture, playback) = a.devices();
                 let d = AlsaDriver::open(AlsaConfig {
@@ -64,7 +71,8 @@ impl Device {
         match (self, &cfg.driver) {
             (Device::Alsa(d), _) => (d.capture_channels(), d.playback_channels()),
             (Device::Dummy, DriverArgs::Dummy(d)) => (d.capture, d.playback),
-            (Device::Dummy, _) => (0, 0),
+            (Device::File, DriverArgs::File(f)) => (f.capture_channels(), f.playback_channels()),
+            _ => (0, 0),
         }
     }
 
@@ -72,7 +80,7 @@ impl Device {
     pub(super) fn latencies(&self) -> Latencies {
         match self {
             Device::Alsa(d) => d.latencies(),
-            Device::Dummy => Latencies::default(),
+            Device::Dummy | Device::File => Latencies::default(),
         }
     }
 }
@@ -91,15 +99,23 @@ pub(super) struct DriverStart {
     pub(super) commands: rtrb::Consumer<Command>,
     /// Slots the engine and the reservation manager are sized for.
     pub(super) max_clients: usize,
+    /// `-d file`: the driver, its files already opened.
+    file: Option<FileDriver>,
 }
 
 impl DriverStart {
-    /// Decides the scheduling mode and creates the shared engine state; also
-    /// returns the control side's end of the reservation command queue.
+    /// Decides the scheduling mode, creates the shared engine state and
+    /// (`-d file`) opens the files; also returns the control side's end of
+    /// the reservation command queue. Errors (a file that cannot be opened
+    /// or created) come before any client can connect.
     pub(super) fn prepare(
         cfg: &Config,
         caps: Capacities,
-    ) -> (DriverStart, rtrb::Producer<Command>) {
+    ) -> Result<(DriverStart, rtrb::Producer<Command>), String> {
+        let file = match &cfg.driver {
+            DriverArgs::File(f) => Some(file_driver(cfg, f, caps)?),
+            DriverArgs::Dummy(_) | DriverArgs::Alsa(_) => None,
+        };
         let engine = Arc::new(EngineShared::new(caps.max_clients));
         let (mode, sched_desc, ledger) = sched_mode(cfg);
         let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(256);
@@ -110,8 +126,14 @@ impl DriverStart {
             ledger,
             commands: cmd_rx,
             max_clients: caps.max_clients as usize,
+            file,
         };
-        (start, cmd_tx)
+        Ok((start, cmd_tx))
+    }
+
+    /// `-d file`: the render's control (start trigger, outcome).
+    pub(super) fn render_control(&self) -> Option<Arc<RenderControl>> {
+        self.file.as_ref().map(|f| f.control())
     }
 
     /// Whether reservations exist (deadline mode).
@@ -120,11 +142,32 @@ impl DriverStart {
     }
 }
 
+/// The file driver from its options (opens the input, creates the output).
+fn file_driver(cfg: &Config, f: &FileArgs, caps: Capacities) -> Result<FileDriver, String> {
+    let spec = FileSpec {
+        input: f.input.clone(),
+        output: f.output.clone(),
+        output_format: f.output_format.map(|o| match o {
+            OutputFormat::F32 => SampleFormat::F32,
+            OutputFormat::S16 => SampleFormat::S16,
+            OutputFormat::S24 => SampleFormat::S24,
+            OutputFormat::S32 => SampleFormat::S32,
+        }),
+        capture: f.capture_channels() as usize,
+        playback: f.playback_channels() as usize,
+        rate: f.rate(),
+        frames: f.frames(),
+        period: f.period,
+        async_period: !cfg.server.sync,
+    };
+    FileDriver::create(spec, caps.max_frames as usize)
+}
+
 /// Builds the engine (with the opened `device`) and its reservation
 /// manager, spawns the driver thread and waits (up to 5 s) until it runs.
 /// Returns the driver's event ring.
 pub(super) fn start(
-    d: DriverStart,
+    mut d: DriverStart,
     cfg: &Config,
     device: Device,
     view: Arc<View>,
@@ -141,7 +184,18 @@ pub(super) fn start(
             );
             spawn(d, cfg, driver, view, ports, profile)
         }
-        (Device::Dummy, _) => Err("driver and device disagree".into()),
+        (Device::File, DriverArgs::File(f)) => {
+            let file = d.file.take().ok_or("the file driver was not prepared")?;
+            if !f.realtime {
+                // Offline: freewheel for the whole run.
+                view.header().freewheel.store(1, Ordering::Release);
+            }
+            if !f.start_when_connected {
+                file.control().start();
+            }
+            spawn(d, cfg, file, view, ports, profile)
+        }
+        _ => Err("driver and device disagree".into()),
     }
 }
 
@@ -213,6 +267,68 @@ impl Server {
             .describe()
         } else {
             self.driver_sched()
+        }
+    }
+
+    /// `-d file --start-when-connected`: starts a thread that lets the
+    /// render begin once every `system:playback_N` port is connected.
+    pub(super) fn watch_render_start(self: &Arc<Self>) -> Result<(), String> {
+        let Some(render) = self.render.clone().filter(|r| !r.started()) else {
+            return Ok(());
+        };
+        info!("holding the render until every system:playback port is connected");
+        let s = self.clone();
+        std::thread::Builder::new()
+            .name("resound-render-start".into())
+            .spawn(move || {
+                while !s.stopping.load(Ordering::Acquire) {
+                    if s.playback_connected() {
+                        info!("every system:playback port is connected: rendering starts");
+                        render.start();
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            })
+            .map(|_| ())
+            .map_err(|e| format!("render start thread: {e}"))
+    }
+
+    /// Whether every playback port of the driver has a connection.
+    fn playback_connected(&self) -> bool {
+        let st = self.lock();
+        let g = &st.graph;
+        let fed = |port: u32| g.connections().iter().any(|c| c.dst == port);
+        let all = g
+            .ports()
+            .filter(|(_, p)| p.owner == DRIVER && p.flags & port_flags::IS_INPUT != 0)
+            .all(|(i, _)| fed(i));
+        all
+    }
+
+    /// `-d file`: the reason the server should stop, once the render reached
+    /// the end of its input (None otherwise, or with another driver).
+    pub fn render_ended(&self) -> Option<&'static str> {
+        let r = self.render.as_ref()?;
+        r.ended().then_some(match &self.cfg.driver {
+            DriverArgs::File(f) if f.input.is_none() => "end of render (--seconds)",
+            _ => "end of input",
+        })
+    }
+
+    /// `-d file`: waits (up to `timeout`) until the driver finalised the
+    /// output; the frames written or what went wrong. None with another driver.
+    pub fn render_outcome(&self, timeout: Duration) -> Option<Result<u64, String>> {
+        let r = self.render.as_ref()?;
+        let t0 = Instant::now();
+        loop {
+            if let Some(o) = r.outcome() {
+                return Some(o);
+            }
+            if t0.elapsed() >= timeout {
+                return Some(Err("the output file was not finalised in time".into()));
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 

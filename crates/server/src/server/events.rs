@@ -93,6 +93,10 @@ impl Server {
                     },
                 );
             }
+            RtEvent::DriverFault {
+                cycle,
+                fault: resound_engine::Fault::EndOfStream,
+            } => info!("end of the stream after cycle {}", cycle.saturating_sub(1)),
             RtEvent::DriverFault { cycle, fault } => self.on_driver_fault(cycle, fault),
             RtEvent::DriverResumed { cycle } => {
                 info!("audio device is back; cycles run on it again from cycle {cycle}");

@@ -35,6 +35,7 @@ impl Server {
         resound_protocol::paths::check_server_name(&name)?;
         let socket = claim_socket(&name)?;
         let caps = capacities(&cfg);
+        let (driver, commands) = DriverStart::prepare(&cfg, caps)?;
         let (view, mut locked) = create_view(&cfg, caps)?;
         let profile = create_profile_ring(&cfg, caps, &mut locked)?;
         if let Err(e) = locked {
@@ -44,7 +45,6 @@ impl Server {
         let (graph, ports) = driver_graph(device.channels(&cfg), caps)?;
         let listener = UnixListener::bind(&socket)
             .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
-        let (driver, commands) = DriverStart::prepare(&cfg, caps);
         let server = Arc::new(Server {
             name,
             cfg: cfg.clone(),
@@ -69,6 +69,7 @@ impl Server {
             profile: profile.clone(),
             internals: Internals::default(),
             device_latencies: device.latencies(),
+            render: driver.render_control(),
         });
         {
             let mut st = server.lock();
@@ -76,6 +77,7 @@ impl Server {
         }
         let events = driver_thread::start(driver, &cfg, device, view, ports, profile)?;
         server.spawn_control_threads(events, listener)?;
+        server.watch_render_start()?;
         Ok(server)
     }
 
