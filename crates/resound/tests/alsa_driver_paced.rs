@@ -21,6 +21,13 @@ use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// These tests measure a program's timing: run them one at a time, so they
+/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 const RATE: u32 = 48_000;
 const PERIOD: u32 = 256;
 
@@ -127,6 +134,7 @@ fn window(srv: &Server, secs: f64) -> (f64, bool) {
 
 #[test]
 fn cycles_follow_the_cards_periods_within_one_percent() {
+    let _serial = one_at_a_time();
     let test = "cycles_follow_the_cards_periods_within_one_percent";
     let dir = TestDir::new("pace");
     let Some(card) = card(test, &dir.0) else {
@@ -157,6 +165,7 @@ fn cycles_follow_the_cards_periods_within_one_percent() {
 
 #[test]
 fn an_injected_xrun_is_recovered_and_reported() {
+    let _serial = one_at_a_time();
     let test = "an_injected_xrun_is_recovered_and_reported";
     let dir = TestDir::new("xrun");
     let Some(card) = card(test, &dir.0) else {
@@ -194,6 +203,7 @@ fn an_injected_xrun_is_recovered_and_reported() {
 
 #[test]
 fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
+    let _serial = one_at_a_time();
     let test = "a_vanished_card_keeps_clients_running_and_is_resumed_on";
     let dir = TestDir::new("vanish");
     let Some(card) = card(test, &dir.0) else {
@@ -250,6 +260,7 @@ fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
 
 #[test]
 fn a_refused_rate_fails_at_start_naming_the_supported_rates() {
+    let _serial = one_at_a_time();
     let test = "a_refused_rate_fails_at_start_naming_the_supported_rates";
     let dir = TestDir::new("rate");
     let Some(card) = card(test, &dir.0) else {
@@ -321,6 +332,7 @@ fn matched_samples(input: &[i16], out: &[i16], xruns: bool) -> usize {
 
 #[test]
 fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
+    let _serial = one_at_a_time();
     let test = "the_paced_duplex_card_carries_audio_through_a_client_unchanged";
     let dir = TestDir::new("duplex");
     if !has_alsa_driver(test) {
