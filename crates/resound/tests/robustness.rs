@@ -478,10 +478,14 @@ fn server_life_cycle_and_private_socket_directory() {
     );
     // Bad command lines get clear errors.
     let out = std::process::Command::new(RESOUNDD)
-        .args(["-d", "alsa"])
+        .args(["-d", "firewire"])
         .output()
         .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown driver \"alsa\""));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown driver \"firewire\"") && err.contains("dummy, alsa, file"),
+        "{err}"
+    );
     let out = std::process::Command::new(RESOUNDD).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("no driver given"));
     // SIGTERM: clean exit, socket removed.
