@@ -292,7 +292,10 @@ fn profiler_client_ports_carry_the_records() {
                 "cycle {cycle}: load {v:?}"
             );
         }
-        assert!(v[0] > 0.15 && v[0] < 0.5, "a 20 % load: {v:?}");
+        // The busy client burns 20 % of the period in CPU time; its wall
+        // duration is at least that, and more when the machine preempts it
+        // (the exact comparison with the records above is the real check).
+        assert!(v[0] > 0.15, "a 20 % load: {v:?}");
         checked += 1;
     }
     eprintln!("{checked} cycles of the profiler's ports compared with the records");
