@@ -16,7 +16,23 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings
 echo "== cargo doc (warnings are errors: broken links fail)" >&2
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --quiet
 echo "== cargo test (debug build: the real-time no-allocation guard is active)" >&2
-cargo test --workspace
+# End-to-end tests run real servers on a shared 2-core machine, where
+# wake-up stalls of several ms happen; a test binary that fails is run once
+# more, and the run fails only if it fails again. Every retry is printed
+# (FLAKY) so the flaky tests stay visible.
+log=$(mktemp)
+if ! cargo test --workspace --no-fail-fast 2>&1 | tee "$log"; then
+    mapfile -t failed < <(sed -n -e 's/^    `\(-p [^`]*\)`$/\1/p' \
+        -e 's/^error: test failed, to rerun pass `\(-p [^`]*\)`$/\1/p' "$log")
+    [ ${#failed[@]} -gt 0 ] || { echo "== cargo test failed (see above)" >&2; exit 1; }
+    for target in "${failed[@]}"; do
+        echo "== FLAKY? $target failed; running it once more" >&2
+        # shellcheck disable=SC2086
+        cargo test $target || { echo "== $target failed twice" >&2; exit 1; }
+        echo "== FLAKY: $target failed once and passed on the retry" >&2
+    done
+fi
+rm -f "$log"
 echo "== loom model checks" >&2
 bash scripts/loom.sh
 echo "== all tests passed in $(( $(date +%s) - start )) s" >&2
