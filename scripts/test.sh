@@ -23,7 +23,7 @@ echo "== cargo test (debug build: the real-time no-allocation guard is active)" 
 log=$(mktemp)
 if ! cargo test --workspace --no-fail-fast 2>&1 | tee "$log"; then
     mapfile -t failed < <(sed -n -e 's/^    `\(-p [^`]*\)`$/\1/p' \
-        -e 's/^error: test failed, to rerun pass `\(-p [^`]*\)`$/\1/p' "$log")
+        -e 's/^error: test failed, to rerun pass `\(-p [^`]*\)`$/\1/p' "$log" | sort -u)
     [ ${#failed[@]} -gt 0 ] || { echo "== cargo test failed (see above)" >&2; exit 1; }
     for target in "${failed[@]}"; do
         echo "== FLAKY? $target failed; running it once more" >&2
