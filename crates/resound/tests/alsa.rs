@@ -13,13 +13,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 const PERIOD: usize = 256;
 const NPERIODS: usize = 3;
 /// Counter frames sent through the graph.
@@ -59,7 +52,7 @@ fn alsa_config(tag: &str) -> (PathBuf, String) {
 
 #[test]
 fn runs_cycles_on_file_plugin_pcms() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let (dir, env) = alsa_config("run");
     let args = "-d alsa -C rtest_cap -P rtest_play -r 48000 -p 256 -i 2 -o 2 -S";
     let args: Vec<&str> = args.split_whitespace().collect();
@@ -94,7 +87,7 @@ fn runs_cycles_on_file_plugin_pcms() {
 
 #[test]
 fn unknown_device_fails_before_start_with_a_clear_message() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let (_, env) = alsa_config("missing");
     let out = Command::new(env!("CARGO_BIN_EXE_resoundd"))
         .env("ALSA_CONFIG_PATH", env)
@@ -112,7 +105,7 @@ fn unknown_device_fails_before_start_with_a_clear_message() {
 
 #[test]
 fn devices_lists_user_space_pcms() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let (_, env) = alsa_config("devices");
     let out = Command::new(env!("CARGO_BIN_EXE_resound"))
         .env("ALSA_CONFIG_PATH", env)
@@ -360,25 +353,25 @@ fn sample_exact(tag: &str, fmt: Fmt, format_arg: &str) {
 
 #[test]
 fn sample_exact_s16() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     sample_exact("s16", Fmt::S16, "s16");
 }
 
 #[test]
 fn sample_exact_s24_3() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     sample_exact("s24_3", Fmt::S24Packed, "s24_3");
 }
 
 #[test]
 fn sample_exact_s32() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     sample_exact("s32", Fmt::S32, "s32");
 }
 
 #[test]
 fn sample_exact_float() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     sample_exact("float", Fmt::Float, "float");
 }
 
@@ -387,7 +380,7 @@ fn sample_exact_float() {
 /// what the device supports.
 #[test]
 fn refused_rate_fails_at_start_with_the_supported_rates() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let (dir, _) = alsa_config("rate");
     let conf = dir.join("asound-rate.conf");
     std::fs::write(
@@ -443,7 +436,7 @@ fn jack_program(srv: &Srv, prog: &str, args: &[&str]) -> Command {
 /// jack_simple_client's sine reaches the playback device.
 #[test]
 fn distribution_jack_programs_on_alsa() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let t = "alsa-jack-programs";
     let (lsp, simple) = ("/usr/bin/jack_lsp", "/usr/bin/jack_simple_client");
     if !Path::new(lsp).exists() || !Path::new(simple).exists() {

@@ -10,44 +10,19 @@
 //! -n`). Where this `resoundd` has no ALSA driver the tests print `SKIP`.
 
 mod common;
-use common::skip_missing_tool;
+use common::{skip_missing_tool, TestDir};
 use resound_client::prelude::*;
 use resound_client::Event;
 use resound_lab::harness::alsa::{self, AlsaCard, AlsaSpec, Fault};
 use resound_lab::harness::{Bins, ChildOptions, Server, ServerSpec, StderrMode};
 use resound_protocol::wire::Status;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 const RATE: u32 = 48_000;
 const PERIOD: u32 = 256;
-
-/// A test directory, removed on drop.
-struct TestDir(PathBuf);
-
-impl TestDir {
-    fn new(test: &str) -> TestDir {
-        let dir = std::env::temp_dir().join(format!("resound-alsad-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Whether this resoundd has the ALSA driver (SKIP printed if not).
 fn has_alsa_driver(test: &str) -> bool {
@@ -134,9 +109,9 @@ fn window(srv: &Server, secs: f64) -> (f64, bool) {
 
 #[test]
 fn cycles_follow_the_cards_periods_within_one_percent() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let test = "cycles_follow_the_cards_periods_within_one_percent";
-    let dir = TestDir::new("pace");
+    let dir = TestDir::new("alsad", "pace");
     let Some(card) = card(test, &dir.0) else {
         return;
     };
@@ -165,9 +140,9 @@ fn cycles_follow_the_cards_periods_within_one_percent() {
 
 #[test]
 fn an_injected_xrun_is_recovered_and_reported() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let test = "an_injected_xrun_is_recovered_and_reported";
-    let dir = TestDir::new("xrun");
+    let dir = TestDir::new("alsad", "xrun");
     let Some(card) = card(test, &dir.0) else {
         return;
     };
@@ -203,9 +178,9 @@ fn an_injected_xrun_is_recovered_and_reported() {
 
 #[test]
 fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let test = "a_vanished_card_keeps_clients_running_and_is_resumed_on";
-    let dir = TestDir::new("vanish");
+    let dir = TestDir::new("alsad", "vanish");
     let Some(card) = card(test, &dir.0) else {
         return;
     };
@@ -260,9 +235,9 @@ fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
 
 #[test]
 fn a_refused_rate_fails_at_start_naming_the_supported_rates() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let test = "a_refused_rate_fails_at_start_naming_the_supported_rates";
-    let dir = TestDir::new("rate");
+    let dir = TestDir::new("alsad", "rate");
     let Some(card) = card(test, &dir.0) else {
         return;
     };
@@ -332,9 +307,9 @@ fn matched_samples(input: &[i16], out: &[i16], xruns: bool) -> usize {
 
 #[test]
 fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let test = "the_paced_duplex_card_carries_audio_through_a_client_unchanged";
-    let dir = TestDir::new("duplex");
+    let dir = TestDir::new("alsad", "duplex");
     if !has_alsa_driver(test) {
         return;
     }

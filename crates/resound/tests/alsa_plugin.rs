@@ -15,35 +15,17 @@
 //! * with `paced false` the card never waits for a clock and stays exact.
 
 mod common;
-use common::skip_missing_tool;
+use common::{skip_missing_tool, TestDir};
 use resound_lab::harness::alsa::{self, AlsaCard, AlsaSpec, Fault, SampleFormat};
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 const RATE: u32 = 48_000;
 const CHANNELS: u32 = 2;
-
-/// A test directory, removed on drop.
-struct TestDir(PathBuf);
-
-impl TestDir {
-    fn new(test: &str) -> TestDir {
-        let dir = std::env::temp_dir().join(format!("resound-alsa-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        TestDir(dir)
-    }
-}
-
-impl Drop for TestDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Installs the card, or prints SKIP (no compiler, headers or alsa-utils).
 fn card(test: &str, dir: &Path, spec: &AlsaSpec) -> Option<AlsaCard> {
@@ -156,7 +138,7 @@ fn timed(test: &str, seconds: f64, mut make: impl FnMut() -> Command) -> Duratio
 #[test]
 fn pacing_follows_real_time_within_one_percent() {
     let test = "pacing_follows_real_time_within_one_percent";
-    let dir = TestDir::new("pacing");
+    let dir = TestDir::new("alsa", "pacing");
     let Some(card) = card(test, &dir.0, &AlsaSpec::default()) else {
         return;
     };
@@ -247,7 +229,7 @@ fn record(card: &AlsaCard, pcm: &str, fmt: SampleFormat, frames: usize, mode: &s
 fn every_format_is_sample_exact_both_ways() {
     let test = "every_format_is_sample_exact_both_ways";
     for (i, fmt) in SampleFormat::ALL.into_iter().enumerate() {
-        let dir = TestDir::new(&format!("exact-{fmt}"));
+        let dir = TestDir::new("alsa", &format!("exact-{fmt}"));
         let frames = RATE as usize / 4;
         let data = noise(frames * CHANNELS as usize * fmt.bytes(), 0x9e37 + i as u64);
         let input = dir.0.join("input.raw");
@@ -292,7 +274,7 @@ fn capture_loops_or_ends_in_silence() {
     let frames = 1000;
     let data = noise(frames * CHANNELS as usize * fmt.bytes(), 7);
     for looping in [true, false] {
-        let dir = TestDir::new(&format!("loop-{looping}"));
+        let dir = TestDir::new("alsa", &format!("loop-{looping}"));
         let input = dir.0.join("input.raw");
         std::fs::write(&input, &data).unwrap();
         let spec = AlsaSpec {
@@ -398,7 +380,7 @@ const ENODEV: i32 = 19;
 #[test]
 fn injected_faults_reach_the_application_and_it_recovers() {
     let test = "injected_faults_reach_the_application_and_it_recovers";
-    let dir = TestDir::new("faults");
+    let dir = TestDir::new("alsa", "faults");
     let Some(card) = card(test, &dir.0, &AlsaSpec::default()) else {
         return;
     };
@@ -433,7 +415,7 @@ fn injected_faults_reach_the_application_and_it_recovers() {
 #[test]
 fn a_refused_rate_fails_at_hw_params_and_says_which() {
     let test = "a_refused_rate_fails_at_hw_params_and_says_which";
-    let dir = TestDir::new("rate");
+    let dir = TestDir::new("alsa", "rate");
     let Some(card) = card(test, &dir.0, &AlsaSpec::default()) else {
         return;
     };
@@ -479,7 +461,7 @@ fn a_refused_rate_fails_at_hw_params_and_says_which() {
 #[test]
 fn an_unpaced_card_never_blocks_and_stays_exact() {
     let test = "an_unpaced_card_never_blocks_and_stays_exact";
-    let dir = TestDir::new("unpaced");
+    let dir = TestDir::new("alsa", "unpaced");
     let fmt = SampleFormat::S16;
     let frames = 10 * RATE as usize;
     let data = noise(frames * CHANNELS as usize * fmt.bytes(), 11);

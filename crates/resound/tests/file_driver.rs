@@ -17,13 +17,6 @@ use std::process::{Command, ExitStatus};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 const PERIOD: u32 = 256;
 const RATE: u32 = 48000;
 
@@ -228,7 +221,7 @@ fn render(input: &Path, output: &Path, extra: &[&str], cmds: &[&[&str]]) -> u32 
 
 #[test]
 fn sample_exact_through_a_chain_in_every_format() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let dir = scratch("sample-exact");
     let frames = 20_000 + 77;
     for fmt in [Fmt::S16, Fmt::S24, Fmt::S32, Fmt::F32] {
@@ -260,7 +253,7 @@ fn sample_exact_through_a_chain_in_every_format() {
 
 #[test]
 fn two_renders_are_identical_bit_for_bit() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let dir = scratch("determinism");
     let input = dir.join("in.wav");
     write_counter(&input, Fmt::F32, 30_000);
@@ -282,7 +275,7 @@ fn two_renders_are_identical_bit_for_bit() {
 
 #[test]
 fn output_format_is_converted_as_asked() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let dir = scratch("convert");
     let (input, output) = (dir.join("in.wav"), dir.join("out.wav"));
     write_counter(&input, Fmt::S16, 5000);
@@ -322,7 +315,7 @@ fn fails_at_startup(dir: &Path, args: &[&str], want: &str) {
 
 #[test]
 fn bad_input_fails_at_startup_with_a_clear_error() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let dir = scratch("bad-input");
     let good = dir.join("in.wav");
     write_counter(&good, Fmt::S16, 1000);
@@ -372,7 +365,7 @@ fn bad_input_fails_at_startup_with_a_clear_error() {
 
 #[test]
 fn distribution_simple_client_renders_a_sine_for_seconds() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let t = "file-dist-simple-client";
     let simple = "/usr/bin/jack_simple_client";
     if !Path::new(simple).exists() {

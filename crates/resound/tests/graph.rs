@@ -5,13 +5,6 @@ use common::*;
 use resound_client::prelude::*;
 use std::time::Duration;
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 const PERIOD: u32 = 256;
 
 /// counter -> p1..p5 -> check_chain:in (ref from counter), and
@@ -99,19 +92,19 @@ fn chain_of_five(sync: bool) {
 
 #[test]
 fn chain_of_five_processes_is_sample_exact_in_sync_mode() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     chain_of_five(true);
 }
 
 #[test]
 fn async_mode_adds_exactly_one_cycle() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     chain_of_five(false);
 }
 
 #[test]
 fn parallel_branches_are_mixed_at_a_shared_input() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let _gen = srv.tool("gen", &["counter"]);
     let _a = srv.tool("a", &["gain", "--gain", "1"]);
@@ -146,7 +139,7 @@ fn parallel_branches_are_mixed_at_a_shared_input() {
 /// and no cycle is lost or duplicated.
 #[test]
 fn random_rewiring_never_tears_a_cycle() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let _gen = srv.tool("gen", &["counter"]);
     let ps: Vec<_> = (1..=4)
@@ -217,7 +210,7 @@ fn random_rewiring_never_tears_a_cycle() {
 
 #[test]
 fn kill_9_of_a_client_leaves_the_server_and_the_others_running() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let mut srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let _gen = srv.tool("gen", &["counter"]);
     let mut victim = srv.tool("victim", &["pass"]);
@@ -270,7 +263,7 @@ fn kill_9_of_a_client_leaves_the_server_and_the_others_running() {
 
 #[test]
 fn stalled_client_is_reported_by_name_and_never_waited_on() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let watcher = srv.client("watcher");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -314,7 +307,7 @@ fn stalled_client_is_reported_by_name_and_never_waited_on() {
 
 #[test]
 fn allocation_in_a_process_callback_is_caught() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !cfg!(debug_assertions) {
         eprintln!("SKIP: the no-allocation guard is compiled in debug builds only");
         return;
@@ -341,7 +334,7 @@ fn allocation_in_a_process_callback_is_caught() {
 /// output stays exactly gen's signal while every client runs every cycle.
 #[test]
 fn a_loop_in_the_graph_keeps_every_client_running() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let _gen = srv.tool("gen", &["counter"]);
     let _a = srv.tool("a", &["pass"]);
@@ -374,7 +367,7 @@ fn a_loop_in_the_graph_keeps_every_client_running() {
 
 #[test]
 fn buffer_size_change_reaches_clients_and_keeps_audio_exact() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let watcher = srv.client("watcher");
     let (tx, rx) = std::sync::mpsc::channel();
@@ -434,7 +427,7 @@ fn buffer_size_change_reaches_clients_and_keeps_audio_exact() {
 /// gain, is reported as unexplained mismatches in (nearly) every cycle.
 #[test]
 fn checker_catches_a_one_frame_error() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let _gen = srv.tool("gen", &["counter"]);
     let late = srv.tool("late", &["check", "--latency", "1"]);

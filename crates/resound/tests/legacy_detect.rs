@@ -6,13 +6,6 @@ mod common;
 
 use std::process::{Command, Stdio};
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (frame times, detection within 1 %).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn tool_periodic(args: &[&str]) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_resound-tool"))
         .arg("periodic")
@@ -84,7 +77,7 @@ fn freq(v: &serde_json::Value) -> f64 {
 
 #[test]
 fn ptrace_finds_25_hz_and_the_program_runs_on() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !ptrace_permitted() {
         return;
     }
@@ -110,7 +103,7 @@ fn ptrace_finds_25_hz_and_the_program_runs_on() {
 
 #[test]
 fn ptrace_threads_with_different_rates_and_blocking_calls() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !ptrace_permitted() {
         return;
     }
@@ -149,7 +142,7 @@ fn ptrace_threads_with_different_rates_and_blocking_calls() {
 
 #[test]
 fn ptrace_aperiodic_program_is_not_periodic() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !ptrace_permitted() {
         return;
     }
@@ -161,7 +154,7 @@ fn ptrace_aperiodic_program_is_not_periodic() {
 
 #[test]
 fn a_process_that_exits_ends_the_trace_with_what_was_recorded() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !ptrace_permitted() {
         return;
     }
@@ -174,7 +167,7 @@ fn a_process_that_exits_ends_the_trace_with_what_was_recorded() {
 
 #[test]
 fn fork_and_exec_while_traced() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !ptrace_permitted() {
         return;
     }
@@ -203,7 +196,7 @@ fn fork_and_exec_while_traced() {
 
 #[test]
 fn refusals_are_clear() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let out = legacy(&["trace", "999999999", "--seconds", "0.2"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no process with PID 999999999"));
@@ -241,7 +234,7 @@ fn refusals_are_clear() {
 
 #[test]
 fn kernel_tracer_finds_25_hz_without_stopping_the_program() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let child = tool_periodic(&["--fps", "25", "--seconds", "3"]);
     std::thread::sleep(std::time::Duration::from_millis(300));
     let Some(v) = detect_with("kernel", child.id(), "1") else {
@@ -266,7 +259,7 @@ fn kernel_tracer_finds_25_hz_without_stopping_the_program() {
 
 #[test]
 fn kernel_tracer_threads_with_different_rates_and_blocking_calls() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for blocking in ["futex", "read", "poll"] {
         let child = tool_periodic(&[
             "--threads",
@@ -303,7 +296,7 @@ fn kernel_tracer_threads_with_different_rates_and_blocking_calls() {
 
 #[test]
 fn kernel_tracer_sees_new_threads_exit_fork_and_exec() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     // Traced from its start: the periodic thread is created while tracing.
     let child = tool_periodic(&["--fps", "50", "--seconds", "1", "--fork-at", "0.5"]);
     let Some(v) = detect_with("kernel", child.id(), "10") else {
@@ -335,7 +328,7 @@ fn kernel_tracer_sees_new_threads_exit_fork_and_exec() {
 
 #[test]
 fn kernel_tracer_aperiodic_program_is_not_periodic() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let child = tool_periodic(&["--fps", "25", "--aperiodic", "--seconds", "5"]);
     let Some(v) = detect_with("kernel", child.id(), "4") else {
         reap(child);
@@ -347,7 +340,7 @@ fn kernel_tracer_aperiodic_program_is_not_periodic() {
 
 #[test]
 fn rate_change_mid_run_is_seen_in_each_half() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     // 25 fps, then 40 fps from 1 s on: each window finds its own rate.
     let child = tool_periodic(&[
         "--fps",
@@ -391,7 +384,7 @@ fn assert_image(path: &std::path::Path) {
 
 #[test]
 fn plots_of_detect_and_analyze_are_images() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let dir = std::env::temp_dir().join(format!("resound-legacy-plots-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for ext in ["png", "svg"] {
@@ -485,7 +478,7 @@ fn gstreamer(fps: u32) -> Option<std::process::Child> {
 
 #[test]
 fn gstreamer_player_at_its_native_frame_rate_with_both_tracers() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     for fps in [25u32, 30] {
         let Some(mut child) = gstreamer(fps) else {
             return;
@@ -562,7 +555,7 @@ fn as_user(name: &str, prog: &str) -> Command {
 
 #[test]
 fn a_process_of_another_user_is_refused_by_name() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 || Command::new("setpriv").arg("--version").output().is_err()
     {

@@ -11,13 +11,6 @@ use serde_json::Value;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (reservations share the machine's SCHED_DEADLINE bandwidth).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 const PERIOD_NS: u64 = 40_000_000;
 
 fn deadline_or_skip(test: &str) -> bool {
@@ -99,7 +92,7 @@ fn deadline_period(tid: i32) -> Option<u64> {
 
 #[test]
 fn attach_reserves_every_thread_adapts_and_restores_on_sigint() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("attach_reserves_every_thread_adapts_and_restores_on_sigint") {
         return;
     }
@@ -160,7 +153,7 @@ fn attach_reserves_every_thread_adapts_and_restores_on_sigint() {
 
 #[test]
 fn run_detaches_when_the_program_exits() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("run_detaches_when_the_program_exits") {
         return;
     }
@@ -200,7 +193,7 @@ fn run_detaches_when_the_program_exits() {
 
 #[test]
 fn period_auto_detects_the_players_period_and_reserves_at_it() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("period_auto_detects_the_players_period_and_reserves_at_it") {
         return;
     }
@@ -241,7 +234,7 @@ fn period_auto_detects_the_players_period_and_reserves_at_it() {
 
 #[test]
 fn a_process_that_exits_while_attached_is_handled() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("a_process_that_exits_while_attached_is_handled") {
         return;
     }
@@ -256,7 +249,7 @@ fn a_process_that_exits_while_attached_is_handled() {
 
 #[test]
 fn the_audio_servers_ledger_holds_the_bandwidth_and_gets_it_back() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("the_audio_servers_ledger_holds_the_bandwidth_and_gets_it_back") {
         return;
     }
@@ -306,7 +299,7 @@ fn the_audio_servers_ledger_holds_the_bandwidth_and_gets_it_back() {
 
 #[test]
 fn bandwidth_is_refused_when_the_servers_ledger_is_full() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("bandwidth_is_refused_when_the_servers_ledger_is_full") {
         return;
     }
@@ -343,7 +336,7 @@ fn bandwidth_is_refused_when_the_servers_ledger_is_full() {
 
 #[test]
 fn bad_options_get_clear_errors() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let out = Command::new(RESOUND)
         .args([
             "legacy",
@@ -389,7 +382,7 @@ fn bad_options_get_clear_errors() {
 
 #[test]
 fn a_killed_tool_leaves_nothing_in_the_servers_ledger() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("a_killed_tool_leaves_nothing_in_the_servers_ledger") {
         return;
     }

@@ -18,13 +18,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 const PERIOD: &str = "256";
 
 fn skip(test: &str, why: &str) {
@@ -263,7 +256,7 @@ fn field(line: &str, key: &str) -> i64 {
 
 #[test]
 fn abi_matches_the_distribution_headers() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("abi", "abi") else {
         return;
     };
@@ -279,7 +272,7 @@ fn abi_matches_the_distribution_headers() {
 
 #[test]
 fn every_callback_fires_with_its_arguments_on_its_thread() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("callbacks", "callbacks") else {
         return;
     };
@@ -427,7 +420,7 @@ fn every_callback_fires_with_its_arguments_on_its_thread() {
 
 #[test]
 fn sample_exact_audio_and_midi_through_chains_of_jack_clients() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("chain", "chain") else {
         return;
     };
@@ -519,7 +512,7 @@ fn sample_exact_audio_and_midi_through_chains_of_jack_clients() {
 
 #[test]
 fn transport_changes_are_seen_by_every_client() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("transport", "transport") else {
         return;
     };
@@ -621,7 +614,7 @@ fn transport_changes_are_seen_by_every_client() {
 
 #[test]
 fn bad_input_gets_jack_errors_and_crashes_nothing() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("badinput", "badinput") else {
         return;
     };
@@ -659,7 +652,7 @@ fn bad_input_gets_jack_errors_and_crashes_nothing() {
 
 #[test]
 fn the_rest_of_the_api() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("misc", "misc") else {
         return;
     };
@@ -676,7 +669,7 @@ fn the_rest_of_the_api() {
 
 #[test]
 fn distribution_clients_lsp_connect_simple_client_metro() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let t = "dist-clients";
     let (Some(lsp), Some(connect), Some(disconnect), Some(simple), Some(metro)) = (
         dist(t, "jack_lsp"),
@@ -752,7 +745,7 @@ fn distribution_clients_lsp_connect_simple_client_metro() {
 
 #[test]
 fn distribution_midiseq_to_midi_dump() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let t = "dist-midi";
     let (Some(seq), Some(dump), Some(connect)) = (
         dist(t, "jack_midiseq"),
@@ -790,7 +783,7 @@ fn distribution_midiseq_to_midi_dump() {
 
 #[test]
 fn distribution_bufsize_cpu_load_wait_freewheel_property() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let t = "dist-control";
     let (Some(bufsize), Some(cpu), Some(wait_p), Some(fw), Some(prop), Some(simple)) = (
         dist(t, "jack_bufsize"),
@@ -897,7 +890,7 @@ fn distribution_bufsize_cpu_load_wait_freewheel_property() {
 
 #[test]
 fn resound_run_sets_up_the_environment() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = server();
     let (code, out, _) = run_to_end(
         &srv,
@@ -923,7 +916,7 @@ fn resound_run_sets_up_the_environment() {
 /// transport. The test re-runs this test binary as that program.
 #[test]
 fn rust_jack_crate_client_runs_unchanged() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if std::env::var_os("RESOUND_JACKRS_CHILD").is_some() {
         jack_crate_child();
         return;
@@ -1086,7 +1079,7 @@ fn jack_crate_child() {
 
 #[test]
 fn distribution_jack_load_and_unload_internal_clients() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let t = "dist-intclient";
     let (Some(load), Some(unload)) = (dist(t, "jack_load"), dist(t, "jack_unload")) else {
         return;
@@ -1127,7 +1120,7 @@ fn distribution_jack_load_and_unload_internal_clients() {
 /// jack_activate returned, before its first jack_cycle_wait (both deadlocked).
 #[test]
 fn a_process_thread_may_wait_for_the_application_before_its_first_cycle() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("lifecycle", "lifecycle") else {
         return;
     };
@@ -1152,7 +1145,7 @@ fn a_process_thread_may_wait_for_the_application_before_its_first_cycle() {
 /// hearing silence from it rather than its last buffer.
 #[test]
 fn a_jack_client_whose_process_fails_keeps_its_downstream_running_on_silence() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(exe) = c_program("lifecycle", "lifecycle") else {
         return;
     };

@@ -9,13 +9,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 /// What the last client of the chain saw.
 #[derive(Default)]
 struct Seen {
@@ -38,7 +31,7 @@ struct Seen {
 /// buffer); afterwards Q is inactive.
 #[test]
 fn a_quitting_client_keeps_its_downstream_running_on_silence_until_deactivated() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-d", "dummy", "-r", "48000", "-p", "256"]);
     let (a, q, b) = (srv.client("a"), srv.client("q"), srv.client("b"));
 

@@ -10,13 +10,6 @@ use resound_profiler::Profile;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn tmpdir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("resound-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
@@ -40,7 +33,7 @@ fn load_profile(dir: &Path) -> Profile {
 /// per client.
 #[test]
 fn known_loads_show_in_the_exported_records() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-r", "48000", "-p", "512"]);
     let period_ns = 512 * 1_000_000_000u64 / 48000;
     let a = srv.tool("light", &["load", "--busy", "10"]);
@@ -165,7 +158,7 @@ fn known_loads_show_in_the_exported_records() {
 /// overwritten; a server without profiling says so clearly.
 #[test]
 fn a_full_ring_overwrites_the_oldest_and_says_so() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["--profile-seconds", "0.5", "-d", "dummy", "-p", "256"]);
     let _t = srv.tool("osc", &["sine"]);
     std::thread::sleep(Duration::from_millis(1500));
@@ -214,7 +207,7 @@ fn a_full_ring_overwrites_the_oldest_and_says_so() {
 /// are refused with clear errors.
 #[test]
 fn profiler_client_ports_carry_the_records() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-S", "-d", "dummy", "-r", "48000", "-p", "512"]);
     let busy = srv.tool("busy", &["load", "--busy", "20"]);
     let o = srv.cli(&["load", "profiler", "-c", "-p", "-e"]);
@@ -356,7 +349,7 @@ fn chromium() -> Option<PathBuf> {
 /// counts and rendered its four charts; a screenshot is taken.
 #[test]
 fn monitor_page_renders_in_headless_chromium() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Some(chromium) = chromium() else {
         skip_missing_tool(
             "monitor_page_renders_in_headless_chromium",

@@ -13,13 +13,6 @@ use std::os::unix::net::UnixStream;
 use std::sync::mpsc::channel;
 use std::time::Duration;
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn graph_keeps_running(srv: &Srv, check: Tool) {
     std::thread::sleep(Duration::from_millis(600));
     let r = check.stop();
@@ -42,7 +35,7 @@ fn running_pair(srv: &Srv) -> (Tool, Tool) {
 
 #[test]
 fn bad_requests_get_clear_errors_and_change_nothing() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let mut srv = Srv::start(&["-d", "dummy", "-p", "256"]);
     let a = srv.client("a");
     a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
@@ -173,7 +166,7 @@ fn bad_requests_get_clear_errors_and_change_nothing() {
 
 #[test]
 fn malformed_and_truncated_messages_drop_only_that_session() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let mut srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let (_gen, check) = running_pair(&srv);
     let sock = srv.dir.join(format!("{}.sock", srv.name));
@@ -279,7 +272,7 @@ fn malformed_and_truncated_messages_drop_only_that_session() {
 
 #[test]
 fn client_corrupting_its_shared_record_is_dropped_alone() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let mut srv = Srv::start(&["-S", "-d", "dummy", "-p", "256"]);
     let (_gen, check) = running_pair(&srv);
     let _bad = srv.tool("scribbler", &["misbehave", "--mode", "scribble"]);
@@ -302,7 +295,7 @@ fn client_corrupting_its_shared_record_is_dropped_alone() {
 
 #[test]
 fn notifications_arrive_on_the_notification_thread() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let mut srv = Srv::start(&["-d", "dummy", "-p", "256"]);
     let watcher = srv.client("watcher");
     let (tx, rx) = channel();
@@ -399,7 +392,7 @@ fn notifications_arrive_on_the_notification_thread() {
 
 #[test]
 fn cli_status_lsp_connect_disconnect() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&[
         "-S", "-d", "dummy", "-r", "44100", "-p", "128", "-C", "3", "-P", "2",
     ]);
@@ -460,7 +453,7 @@ fn cli_status_lsp_connect_disconnect() {
 
 #[test]
 fn server_life_cycle_and_private_socket_directory() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let mut srv = Srv::start(&["-d", "dummy", "-p", "256"]);
     let mode = std::fs::metadata(&srv.dir).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o700, "socket directory must be private");

@@ -8,13 +8,6 @@ use resound_protocol::wire::{ReservationStatus, Status};
 use resound_sched::Policy;
 use std::time::Duration;
 
-/// These tests measure a program's timing: run them one at a time, so they
-/// do not disturb each other on a 2-core machine (each server may reserve up to the kernel's SCHED_DEADLINE capacity; two at once make the kernel refuse reservations, which is not what these tests test).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
-    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 fn deadline_or_skip(test: &str) -> bool {
     if resound_sched::deadline_permitted() {
         true
@@ -32,7 +25,7 @@ fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
 
 #[test]
 fn every_graph_thread_is_reserved_while_active_and_released_after() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("every_graph_thread_is_reserved_while_active_and_released_after") {
         return;
     }
@@ -138,7 +131,7 @@ fn every_graph_thread_is_reserved_while_active_and_released_after() {
 
 #[test]
 fn process_thread_of_another_process_is_refused() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-d", "dummy", "-p", "256"]);
     use resound_protocol::wire::{
         self, Envelope, Hello, HelloKind, Reply, Request, ServerMsg, Welcome,
@@ -183,7 +176,7 @@ fn process_thread_of_another_process_is_refused() {
 
 #[test]
 fn fixed_budget_stays_put() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("fixed_budget_stays_put") {
         return;
     }
@@ -238,7 +231,7 @@ fn fixed_budget_stays_put() {
 
 #[test]
 fn refused_reservation_falls_back_for_that_thread_only() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("refused_reservation_falls_back_for_that_thread_only") {
         return;
     }
@@ -301,7 +294,7 @@ fn refused_reservation_falls_back_for_that_thread_only() {
 /// and gets its priority back afterwards.
 #[test]
 fn freewheel_drops_a_fifo_driver_to_other_and_back() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !can_fifo() {
         eprintln!("SKIP freewheel_drops_a_fifo_driver_to_other_and_back: SCHED_FIFO not permitted");
         return;
@@ -343,7 +336,7 @@ fn freewheel_drops_a_fifo_driver_to_other_and_back() {
 
 #[test]
 fn fifo_mode_and_other_mode() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !can_fifo() {
         eprintln!("SKIP fifo_mode_and_other_mode: SCHED_FIFO not permitted");
         return;
@@ -372,7 +365,7 @@ fn fifo_mode_and_other_mode() {
 
 #[test]
 fn resound_reserve_puts_any_thread_under_a_reservation() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("resound_reserve_puts_any_thread_under_a_reservation") {
         return;
     }
@@ -457,7 +450,7 @@ fn resound_reserve_puts_any_thread_under_a_reservation() {
 /// deadlines are below the period, and the kernel holds what status says.
 #[test]
 fn critical_path_deadlines_leave_room_for_the_rest_of_the_chain() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("critical_path_deadlines_leave_room_for_the_rest_of_the_chain") {
         return;
     }
@@ -522,7 +515,7 @@ fn critical_path_deadlines_leave_room_for_the_rest_of_the_chain() {
 /// not given more budget: bumps go to the client that was woken and ran short.
 #[test]
 fn xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     if !deadline_or_skip("xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream") {
         return;
     }
@@ -562,7 +555,7 @@ fn xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream() {
 /// to OTHER, and the server runs a graph all the same.
 #[test]
 fn without_privileges_the_server_falls_back_and_runs() {
-    let _serial = one_at_a_time();
+    let _serial = common::one_at_a_time();
     let Ok(setpriv) = which("setpriv") else {
         skip_missing_tool(
             "without_privileges_the_server_falls_back_and_runs",

@@ -16,6 +16,37 @@ pub const RESOUNDD: &str = env!("CARGO_BIN_EXE_resoundd");
 pub const TOOL: &str = env!("CARGO_BIN_EXE_resound-tool");
 pub const RESOUND: &str = env!("CARGO_BIN_EXE_resound");
 
+/// Serialises the tests of one test file that start servers or measure a
+/// program's timing: each server may reserve up to the kernel's
+/// SCHED_DEADLINE capacity from its own ledger, so two at once make the
+/// kernel refuse reservations (EBUSY), and two timing measurements at once
+/// disturb each other on a 2-core machine. Hold the guard for the test.
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A test's own directory, `$TMPDIR/resound-{group}-{test}-{pid}`, empty at
+/// the start and removed on drop.
+pub struct TestDir(pub std::path::PathBuf);
+
+impl TestDir {
+    /// Creates it (emptying what an earlier run of the same test left).
+    pub fn new(group: &str, test: &str) -> TestDir {
+        let dir =
+            std::env::temp_dir().join(format!("resound-{group}-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TestDir(dir)
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 /// A running server in its own socket directory (its `name` and `dir` are
 /// the harness server's); stopped on drop.
 pub struct Srv(Server);
