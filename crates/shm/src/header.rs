@@ -173,15 +173,8 @@ pub const TIMER_TRIES: u32 = 100_000;
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{Capacities, View};
-    fn caps() -> Capacities {
-        Capacities {
-            max_clients: 8,
-            max_ports: 16,
-            max_connections: 32,
-            max_frames: 256,
-        }
-    }
+    use crate::layout::test_caps as caps;
+    use crate::View;
 
     #[test]
     fn a_timer_left_half_published_does_not_hang_readers() {

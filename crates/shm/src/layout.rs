@@ -183,18 +183,23 @@ impl Layout {
     }
 }
 
+/// Small capacities for the crate's unit tests (8 clients, 16 ports, 32
+/// connections, 256 frames).
+#[cfg(all(test, not(loom)))]
+pub(crate) fn test_caps() -> Capacities {
+    Capacities {
+        max_clients: 8,
+        max_ports: 16,
+        max_connections: 32,
+        max_frames: 256,
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 
-    fn caps() -> Capacities {
-        Capacities {
-            max_clients: 8,
-            max_ports: 16,
-            max_connections: 32,
-            max_frames: 256,
-        }
-    }
+    use super::test_caps as caps;
 
     #[test]
     fn layout_is_disjoint_and_in_bounds() {

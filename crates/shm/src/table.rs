@@ -473,15 +473,8 @@ pub fn empty_port() -> PortEntry {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use crate::{Capacities, View};
-    fn caps() -> Capacities {
-        Capacities {
-            max_clients: 8,
-            max_ports: 16,
-            max_connections: 32,
-            max_frames: 256,
-        }
-    }
+    use crate::layout::test_caps as caps;
+    use crate::View;
 
     #[test]
     fn garbage_ranges_are_clamped() {

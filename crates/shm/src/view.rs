@@ -232,14 +232,7 @@ impl View {
 mod tests {
     use super::*;
 
-    fn caps() -> Capacities {
-        Capacities {
-            max_clients: 8,
-            max_ports: 16,
-            max_connections: 32,
-            max_frames: 256,
-        }
-    }
+    use crate::layout::test_caps as caps;
 
     #[test]
     fn sealed_control_segment_cannot_be_mapped_writable() {
