@@ -34,16 +34,18 @@ pub(super) enum Device {
     Dummy,
     /// `-d alsa`, opened and negotiated.
     Alsa(Box<AlsaDriver>),
-    /// `-d file` (its files are opened by `DriverStart::prepare`).
-    File,
+    /// `-d file`, its input opened and its output created.
+    File(Box<FileDriver>),
 }
 
 impl Device {
-    /// Opens the device `cfg` names (not real-time).
-    pub(super) fn open(cfg: &Config) -> Result<Device, String> {
+    /// Opens the device `cfg` names (not real-time). Errors (a refused
+    /// setting, a file that cannot be opened or created) come before any
+    /// client can connect.
+    pub(super) fn open(cfg: &Config, caps: Capacities) -> Result<Device, String> {
         match &cfg.driver {
             DriverArgs::Dummy(_) => Ok(Device::Dummy),
-            DriverArgs::File(_) => Ok(Device::File),
+            DriverArgs::File(f) => Ok(Device::File(Box::new(file_driver(cfg, f, caps)?))),
             DriverArgs::Alsa(a) => {
                 let (capture, playback) = a.devices();
                 let d = AlsaDriver::open(AlsaConfig {
@@ -71,7 +73,7 @@ impl Device {
         match (self, &cfg.driver) {
             (Device::Alsa(d), _) => (d.capture_channels(), d.playback_channels()),
             (Device::Dummy, DriverArgs::Dummy(d)) => (d.capture, d.playback),
-            (Device::File, DriverArgs::File(f)) => (f.capture_channels(), f.playback_channels()),
+            (Device::File(_), DriverArgs::File(f)) => (f.capture_channels(), f.playback_channels()),
             _ => (0, 0),
         }
     }
@@ -80,7 +82,15 @@ impl Device {
     pub(super) fn latencies(&self) -> Latencies {
         match self {
             Device::Alsa(d) => d.latencies(),
-            Device::Dummy | Device::File => Latencies::default(),
+            Device::Dummy | Device::File(_) => Latencies::default(),
+        }
+    }
+
+    /// `-d file`: the render's control (start trigger, outcome).
+    pub(super) fn render_control(&self) -> Option<Arc<RenderControl>> {
+        match self {
+            Device::File(f) => Some(f.control()),
+            Device::Dummy | Device::Alsa(_) => None,
         }
     }
 }
@@ -99,23 +109,15 @@ pub(super) struct DriverStart {
     pub(super) commands: rtrb::Consumer<Command>,
     /// Slots the engine and the reservation manager are sized for.
     pub(super) max_clients: usize,
-    /// `-d file`: the driver, its files already opened.
-    file: Option<FileDriver>,
 }
 
 impl DriverStart {
-    /// Decides the scheduling mode, creates the shared engine state and
-    /// (`-d file`) opens the files; also returns the control side's end of
-    /// the reservation command queue. Errors (a file that cannot be opened
-    /// or created) come before any client can connect.
+    /// Decides the scheduling mode and creates the shared engine state;
+    /// also returns the control side's end of the reservation command queue.
     pub(super) fn prepare(
         cfg: &Config,
         caps: Capacities,
-    ) -> Result<(DriverStart, rtrb::Producer<Command>), String> {
-        let file = match &cfg.driver {
-            DriverArgs::File(f) => Some(file_driver(cfg, f, caps)?),
-            DriverArgs::Dummy(_) | DriverArgs::Alsa(_) => None,
-        };
+    ) -> (DriverStart, rtrb::Producer<Command>) {
         let engine = Arc::new(EngineShared::new(caps.max_clients));
         let (mode, sched_desc, ledger) = sched_mode(cfg);
         let (cmd_tx, cmd_rx) = rtrb::RingBuffer::new(256);
@@ -126,14 +128,8 @@ impl DriverStart {
             ledger,
             commands: cmd_rx,
             max_clients: caps.max_clients as usize,
-            file,
         };
-        Ok((start, cmd_tx))
-    }
-
-    /// `-d file`: the render's control (start trigger, outcome).
-    pub(super) fn render_control(&self) -> Option<Arc<RenderControl>> {
-        self.file.as_ref().map(|f| f.control())
+        (start, cmd_tx)
     }
 
     /// Whether reservations exist (deadline mode).
@@ -167,7 +163,7 @@ fn file_driver(cfg: &Config, f: &FileArgs, caps: Capacities) -> Result<FileDrive
 /// manager, spawns the driver thread and waits (up to 5 s) until it runs.
 /// Returns the driver's event ring.
 pub(super) fn start(
-    mut d: DriverStart,
+    d: DriverStart,
     cfg: &Config,
     device: Device,
     view: Arc<View>,
@@ -184,8 +180,7 @@ pub(super) fn start(
             );
             spawn(d, cfg, driver, view, ports, profile)
         }
-        (Device::File, DriverArgs::File(f)) => {
-            let file = d.file.take().ok_or("the file driver was not prepared")?;
+        (Device::File(file), DriverArgs::File(f)) => {
             if !f.realtime {
                 // Offline: freewheel for the whole run.
                 view.header().freewheel.store(1, Ordering::Release);
@@ -193,7 +188,7 @@ pub(super) fn start(
             if !f.start_when_connected {
                 file.control().start();
             }
-            spawn(d, cfg, file, view, ports, profile)
+            spawn(d, cfg, *file, view, ports, profile)
         }
         _ => Err("driver and device disagree".into()),
     }

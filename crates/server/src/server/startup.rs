@@ -35,13 +35,13 @@ impl Server {
         resound_protocol::paths::check_server_name(&name)?;
         let socket = claim_socket(&name)?;
         let caps = capacities(&cfg);
-        let (driver, commands) = DriverStart::prepare(&cfg, caps)?;
+        let (driver, commands) = DriverStart::prepare(&cfg, caps);
         let (view, mut locked) = create_view(&cfg, caps)?;
         let profile = create_profile_ring(&cfg, caps, &mut locked)?;
         if let Err(e) = locked {
             warn!("cannot lock the shared memory in RAM ({e}); page faults may delay the real-time threads (raise RLIMIT_MEMLOCK, e.g. `ulimit -l unlimited`, or run with CAP_IPC_LOCK)");
         }
-        let device = driver_thread::Device::open(&cfg)?;
+        let device = driver_thread::Device::open(&cfg, caps)?;
         let (graph, ports) = driver_graph(device.channels(&cfg), caps)?;
         let listener = UnixListener::bind(&socket)
             .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
@@ -69,7 +69,7 @@ impl Server {
             profile: profile.clone(),
             internals: Internals::default(),
             device_latencies: device.latencies(),
-            render: driver.render_control(),
+            render: device.render_control(),
         });
         {
             let mut st = server.lock();
