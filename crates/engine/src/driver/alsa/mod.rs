@@ -27,6 +27,7 @@ pub mod recovery;
 
 use super::{Driver, Fault, Latencies, Period, Wake};
 use crate::clock::Clock;
+use crate::driver::pace::Pacer;
 use alsa::poll::Descriptors;
 use io::Stream;
 use resound_shm::time::frames_to_ns;
@@ -61,10 +62,11 @@ pub struct AlsaConfig {
 }
 
 /// State while the device is gone: cycles run on the clock.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Default)]
 struct Lost {
-    /// Planned start of the next cycle (ns).
-    deadline: u64,
+    /// Paces the cycles on the engine's clock (as the dummy driver does);
+    /// started at the first cycle without the device.
+    pacer: Option<Pacer>,
     /// When to try reopening the device next (ns).
     retry: u64,
 }

@@ -12,6 +12,7 @@ use super::io::Stream;
 use super::params::open_pcm;
 use super::{AlsaConfig, AlsaDriver, Lost};
 use crate::clock::Clock;
+use crate::driver::pace::Pacer;
 use crate::driver::{Fault, Period, Wake};
 use alsa::pcm::State;
 use alsa::Direction;
@@ -128,48 +129,35 @@ impl AlsaDriver {
         self.playback = None;
         self.fds.clear();
         // Timed from the first cycle on the clock (`wait_lost`).
-        self.lost = Some(Lost {
-            deadline: 0,
-            retry: 0,
-        });
+        self.lost = Some(Lost::default());
     }
 
-    /// A cycle without the device: sleeps to the next deadline like the
-    /// dummy driver, and tries to reopen the device once a second.
+    /// A cycle without the device: paced on the engine's clock like the
+    /// dummy driver's ([`Pacer`], at the device's rate and period), and the
+    /// device is tried again once a second.
     pub(super) fn wait_lost(&mut self, clock: &dyn Clock, p: Period) -> Wake {
-        let period = self.period_ns();
-        let mut lost = self.lost.unwrap_or(Lost {
-            deadline: 0,
-            retry: 0,
-        });
-        if lost.deadline == 0 {
+        let mut lost = self.lost.take().unwrap_or_default();
+        let pacer = lost.pacer.get_or_insert_with(|| {
             let now = clock.now_ns();
-            lost = Lost {
-                deadline: now,
-                retry: now + RETRY_NS,
-            };
-        }
-        clock.sleep_until(lost.deadline);
-        let now = clock.now_ns();
-        let skipped = if now > lost.deadline + period {
-            (now - lost.deadline) / period
-        } else {
-            0
-        };
-        let start_ns = lost.deadline + skipped * period;
-        let delay_ns = now.saturating_sub(lost.deadline);
-        lost.deadline = start_ns + period;
+            lost.retry = now + RETRY_NS;
+            let mut pacer = Pacer::default();
+            pacer.start(now);
+            pacer
+        });
+        let wake = pacer.pace(
+            clock,
+            Period {
+                frames: self.cfg.period,
+                rate: self.cfg.rate,
+                freewheel: false,
+            },
+        );
+        let retry = lost.retry;
         self.lost = Some(lost);
-        if now >= lost.retry && !p.freewheel {
-            self.try_reopen(now);
+        if wake.awake_ns >= retry && !p.freewheel {
+            self.try_reopen(wake.awake_ns);
         }
-        Wake {
-            start_ns,
-            awake_ns: now,
-            next_ns: start_ns + period,
-            skipped,
-            delay_ns,
-        }
+        wake
     }
 
     /// Reopens the device; on success the next cycle runs on it again.
