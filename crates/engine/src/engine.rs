@@ -171,8 +171,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     pub fn run(mut self) {
         if self.start() {
             self.shared.running.store(true, Ordering::Release);
+            let view = self.view.clone();
             while !self.shared.stop.load(Ordering::Acquire) {
-                if !self.step() {
+                if !self.step_on(&view) {
                     break;
                 }
             }
@@ -185,6 +186,12 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     /// driver's figures. False when the device is lost. Real-time safe.
     pub fn step(&mut self) -> bool {
         let view = self.view.clone();
+        self.step_on(&view)
+    }
+
+    /// [`Engine::step`] on the engine's own view, which the loop holds once
+    /// for the whole run (no reference-count traffic per cycle). Real-time safe.
+    fn step_on(&mut self, view: &View) -> bool {
         let h = view.header();
         let freewheel = h.freewheel.load(Ordering::Acquire) != 0;
         if freewheel != self.was_freewheeling {
@@ -217,9 +224,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             freewheel,
             delay_ns: wake.delay_ns,
         };
-        assert_no_alloc::assert_no_alloc(|| self.cycle(&view, args));
+        assert_no_alloc::assert_no_alloc(|| self.cycle(view, args));
         let cpu = self.clock.thread_cpu_ns().saturating_sub(cpu0);
-        self.record_driver(&view, &args, wake.awake_ns, cpu, flags);
+        self.record_driver(view, &args, wake.awake_ns, cpu, flags);
         self.frame_time += frames as u64;
         let lost = self.events.take_lost();
         if lost > 0 {
