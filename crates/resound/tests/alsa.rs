@@ -6,6 +6,7 @@
 mod common;
 use common::*;
 use resound_client::prelude::*;
+use resound_lab::harness::alsa::config_path_env;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -18,17 +19,12 @@ const NPERIODS: usize = 3;
 /// Counter frames sent through the graph.
 const COUNTER_FRAMES: usize = 64 * PERIOD;
 
-/// The value of `ALSA_CONFIG_PATH` that adds `conf` to alsa-lib's own.
-fn config_path(conf: &Path) -> String {
-    format!("/usr/share/alsa/alsa.conf:{}", conf.display())
-}
-
 /// Writes the test's ALSA configuration (file-plugin PCMs over `null`)
-/// into a directory of its own; returns the directory and the
+/// into a directory of its own (removed when the returned guard drops);
+/// returns the directory and the
 /// `ALSA_CONFIG_PATH` pointing alsa-lib at it (given to each child).
-fn alsa_config(tag: &str) -> (PathBuf, String) {
-    let dir = std::env::temp_dir().join(format!("resound-alsa-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+fn alsa_config(tag: &str) -> (TestDir, String) {
+    let dir = TestDir::new("alsadrv", tag);
     let input = dir.join("in.raw");
     // A counter in S16: frame i carries i mod 2^15 on both channels.
     let raw: Vec<u8> = (0..48000u32 * 2)
@@ -46,7 +42,7 @@ fn alsa_config(tag: &str) -> (PathBuf, String) {
     );
     let path = dir.join("asound.conf");
     std::fs::write(&path, conf).unwrap();
-    let env = config_path(&path);
+    let env = config_path_env(&path);
     (dir, env)
 }
 
@@ -88,7 +84,7 @@ fn runs_cycles_on_file_plugin_pcms() {
 #[test]
 fn unknown_device_fails_before_start_with_a_clear_message() {
     let _serial = common::one_at_a_time();
-    let (_, env) = alsa_config("missing");
+    let (_dir, env) = alsa_config("missing");
     let out = Command::new(env!("CARGO_BIN_EXE_resoundd"))
         .env("ALSA_CONFIG_PATH", env)
         .args(["-n", &format!("alsa-missing-{}", std::process::id())])
@@ -106,7 +102,7 @@ fn unknown_device_fails_before_start_with_a_clear_message() {
 #[test]
 fn devices_lists_user_space_pcms() {
     let _serial = common::one_at_a_time();
-    let (_, env) = alsa_config("devices");
+    let (_dir, env) = alsa_config("devices");
     let out = Command::new(env!("CARGO_BIN_EXE_resound"))
         .env("ALSA_CONFIG_PATH", env)
         .arg("devices")
@@ -266,7 +262,7 @@ fn sample_exact(tag: &str, fmt: Fmt, format_arg: &str) {
     args.extend([
         "-p", &p, "-n", &n, "-i", "2", "-o", "2", "--format", format_arg,
     ]);
-    let conf_path = config_path(&conf);
+    let conf_path = config_path_env(&conf);
     let mut srv = Srv::start_with_env(&args, &[("ALSA_CONFIG_PATH", &conf_path)]);
     let _p1 = srv.tool("p1", &["pass"]);
     let _p2 = srv.tool("p2", &["pass"]);
@@ -391,7 +387,7 @@ fn refused_rate_fails_at_start_with_the_supported_rates() {
     let sockets = dir.join("sockets");
     let name = format!("alsa-rate-{}", std::process::id());
     let out = Command::new(env!("CARGO_BIN_EXE_resoundd"))
-        .env("ALSA_CONFIG_PATH", config_path(&conf))
+        .env("ALSA_CONFIG_PATH", config_path_env(&conf))
         .env("RESOUND_DIR", &sockets)
         .args([
             "-n",
@@ -456,7 +452,7 @@ fn distribution_jack_programs_on_alsa() {
     let feed = feeder(dir.join("in.fifo"), Fmt::Float, go, stop.clone(), lead);
     let args = "-d alsa -C rtest_cap -P rtest_play -p 256 -n 3 -i 2 -o 2 -I 7 -O 11";
     let args: Vec<&str> = args.split_whitespace().collect();
-    let mut srv = Srv::start_with_env(&args, &[("ALSA_CONFIG_PATH", &config_path(&conf))]);
+    let mut srv = Srv::start_with_env(&args, &[("ALSA_CONFIG_PATH", &config_path_env(&conf))]);
     let o = jack_program(&srv, lsp, &["-l"]).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{text}");

@@ -181,10 +181,7 @@ impl AlsaCard {
     /// The environment a child process (resoundd, aplay) needs to see the
     /// test's PCMs.
     pub fn env(&self) -> Vec<(String, String)> {
-        vec![(
-            "ALSA_CONFIG_PATH".into(),
-            format!("{ALSA_CONF}:{}", self.conf.display()),
-        )]
+        vec![("ALSA_CONFIG_PATH".into(), config_path_env(&self.conf))]
     }
 
     /// Asks the card for `fault`: writes its word into the control file
@@ -270,6 +267,13 @@ impl AlsaCard {
         );
         text
     }
+}
+
+/// The value of `ALSA_CONFIG_PATH` that adds the configuration file `conf`
+/// to alsa-lib's own (`/usr/share/alsa/alsa.conf`), for a child process;
+/// the machine's configuration is left alone.
+pub fn config_path_env(conf: &Path) -> String {
+    format!("{ALSA_CONF}:{}", conf.display())
 }
 
 /// Builds `libasound_module_pcm_resoundtest.so` into `dir` unless it is

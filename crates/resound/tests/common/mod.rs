@@ -47,6 +47,13 @@ impl Drop for TestDir {
     }
 }
 
+impl std::ops::Deref for TestDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
 /// A running server in its own socket directory (its `name` and `dir` are
 /// the harness server's); stopped on drop.
 pub struct Srv(Server);
