@@ -426,7 +426,11 @@ pub fn format_status(st: &Status) -> String {
                 "{:<24} {:>7} {:>6} {:>5} {:>6} {:>10} {:>10} {:>10} {:>9}\n",
                 c.name,
                 c.pid,
-                if c.active { "yes" } else { "no" },
+                match (c.active, c.zombie) {
+                    (true, _) => "yes",
+                    (false, true) => "zombie",
+                    (false, false) => "no",
+                },
                 c.ports,
                 c.xruns,
                 us(c.signal_ns),

@@ -136,6 +136,7 @@ fn frame(conn: &Conn, window: f64) -> Result<serde_json::Value, String> {
             json!({
                 "name": c.name,
                 "active": c.active,
+                "zombie": c.zombie,
                 "internal": c.internal,
                 "duration_us": last.and_then(|n| n.duration_ns()).map(us),
                 "end_us": last.and_then(|n| n.finish_ns).map(us),

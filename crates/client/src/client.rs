@@ -40,6 +40,10 @@ pub(crate) struct Inner {
     pub conn: Connection,
     pub handler: Mutex<Option<Box<dyn NotificationHandler>>>,
     rt: Mutex<Option<RtThread>>,
+    /// The process thread of an activation the server evicted (see
+    /// [`Client::on_evicted`]), told to end but not joined yet: it may still
+    /// be inside the application's process callback.
+    evicted: Mutex<Option<RtThread>>,
     /// Generation of the latest activation (1, 2, ...).
     activation_gen: AtomicU32,
     /// Set by the process thread when its callback asked to quit (or its
@@ -146,6 +150,7 @@ impl Client {
             conn,
             handler: Mutex::new(None),
             rt: Mutex::new(None),
+            evicted: Mutex::new(None),
             activation_gen: AtomicU32::new(0),
             quit_requested: AtomicU32::new(0),
             wake: wake.clone(),
@@ -352,6 +357,11 @@ impl Client {
         if rt.is_some() {
             return Err(Error::State("client is already active"));
         }
+        if !self.reap_evicted() {
+            return Err(Error::State(
+                "the process thread of the evicted activation is still inside its process callback",
+            ));
+        }
         let gen = match self.inner.activation_gen.fetch_add(1, Ordering::AcqRel) {
             u32::MAX => self.inner.activation_gen.fetch_add(1, Ordering::AcqRel) + 1,
             g => g + 1,
@@ -411,6 +421,51 @@ impl Client {
         r
     }
 
+    /// The server evicted this client from the cycle (it stayed late past
+    /// the client timeout; JACK's zombie state) and has deactivated it: the
+    /// running activation ends here without a request, and its process
+    /// thread is told to stop. That thread may still be stuck in the
+    /// application's process callback, so it is not joined now (this runs
+    /// on the notification thread) but when the client activates again or
+    /// closes. Called by the notification thread.
+    pub(crate) fn on_evicted(&self) {
+        let rt = self
+            .inner
+            .rt
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        let Some(rt) = rt else { return };
+        rt.quit.store(true, Ordering::Release);
+        self.wake_rt();
+        self.inner.rt_tid.store(0, Ordering::Relaxed);
+        let mut slot = self.inner.evicted.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = slot.replace(rt) {
+            // An earlier eviction's thread: joined if it ended, else left
+            // to end on its own.
+            if old.handle.is_finished() {
+                let _ = old.handle.join();
+            }
+        }
+    }
+
+    /// Joins the process thread of an evicted activation if it has ended;
+    /// false if it is still running (still inside its process callback).
+    fn reap_evicted(&self) -> bool {
+        let mut slot = self.inner.evicted.lock().unwrap_or_else(|e| e.into_inner());
+        match slot.take() {
+            Some(old) if old.handle.is_finished() => {
+                let _ = old.handle.join();
+                true
+            }
+            Some(old) => {
+                *slot = Some(old);
+                false
+            }
+            None => true,
+        }
+    }
+
     /// Whether the process thread runs.
     pub fn is_active(&self) -> bool {
         self.inner
@@ -434,6 +489,9 @@ fn close_inner(inner: &Arc<Inner>) -> Result<()> {
     if c.is_active() {
         let _ = c.deactivate();
     }
+    // An evicted activation's thread still stuck in the application is left
+    // to end on its own (it was told to stop); one that ended is joined.
+    c.reap_evicted();
     let r = if inner.conn.gone() {
         Ok(Reply::Ok)
     } else {

@@ -50,8 +50,12 @@ pub(crate) fn dispatcher(
         let client = Client::borrowed(inner.clone());
         match next {
             Next::Note(n) => {
-                if matches!(n, Notification::Shutdown { .. }) {
-                    inner.shutdown_seen.store(true, Ordering::Release);
+                match n {
+                    Notification::Shutdown { .. } => {
+                        inner.shutdown_seen.store(true, Ordering::Release)
+                    }
+                    Notification::Evicted { .. } => client.on_evicted(),
+                    _ => {}
                 }
                 deliver(&inner, &client, &n);
             }

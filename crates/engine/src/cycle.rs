@@ -107,6 +107,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             self.emit(RtEvent::Late {
                 cycle: v.cycle,
                 slot: v.slot,
+                woken,
             });
             // Only a node that had its inputs (was woken) and still did not
             // finish is short of budget; one still waiting was late because

@@ -15,6 +15,9 @@ pub enum RtEvent {
         cycle: u64,
         /// Node slot.
         slot: u32,
+        /// It had been woken (its inputs were ready) and ran short itself;
+        /// false: it was still waiting for a late upstream node.
+        woken: bool,
     },
     /// The driver woke more than one period late: cycles were skipped.
     DriverLate {

@@ -52,11 +52,19 @@ fn a_late_client_is_one_xrun_per_cycle_with_its_slot() {
         assert_eq!(
             for_cycle(c),
             vec![
-                RtEvent::Late { cycle: c, slot: a },
-                RtEvent::Late { cycle: c, slot: b },
+                RtEvent::Late {
+                    cycle: c,
+                    slot: a,
+                    woken: true
+                },
+                RtEvent::Late {
+                    cycle: c,
+                    slot: b,
+                    woken: false
+                },
                 RtEvent::CycleChecked { cycle: c },
             ],
-            "cycle {c}: one Late per late node, one CycleChecked"
+            "cycle {c}: one Late per late node (the stuck one woken, the one behind it waiting), one CycleChecked"
         );
     }
     // The stuck client's slot and the one waiting behind it are counted.

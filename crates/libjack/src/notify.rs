@@ -2,7 +2,7 @@
 //! notification callbacks (shutdown, buffer size, sample rate, freewheel,
 //! registrations, connections, renames, graph order, xruns, latency,
 //! properties), run only while the client is active (jackd's rule), except
-//! shutdown, which always comes.
+//! shutdown and eviction (zombie), which always come.
 //!
 //! The buffer-size callback runs here while the process thread skips the
 //! application's process code (its outputs are silenced), so the two never
@@ -38,6 +38,21 @@ impl LjClient {
                     if let Some(f) = cbs.info_shutdown.f {
                         f(
                             ffi::status::FAILURE | ffi::status::SERVER_ERROR,
+                            reason.as_ptr(),
+                            cbs.info_shutdown.arg,
+                        );
+                    } else if let Some(f) = cbs.shutdown.f {
+                        f(cbs.shutdown.arg);
+                    }
+                }
+                // Evicted from the cycle (JACK's zombie state): told as a
+                // shutdown with the zombie status, but the client stays
+                // open and may activate again.
+                Event::Evicted { reason } => {
+                    let reason = CString::new(reason.as_str()).unwrap_or_default();
+                    if let Some(f) = cbs.info_shutdown.f {
+                        f(
+                            ffi::status::FAILURE | ffi::status::CLIENT_ZOMBIE,
                             reason.as_ptr(),
                             cbs.info_shutdown.arg,
                         );

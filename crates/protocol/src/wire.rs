@@ -430,6 +430,14 @@ pub enum Notification {
         /// [`property_change`] value.
         change: u32,
     },
+    /// This client was evicted from the cycle (JACK's zombie state): it
+    /// stayed late past the server's client timeout, so the server
+    /// deactivated it. Its process and socket are left alone; it may
+    /// activate again.
+    Evicted {
+        /// Why, for the application's info-shutdown callback.
+        reason: String,
+    },
 }
 
 /// Error codes, so callers (libjack) can map them to JACK status bits.
@@ -596,6 +604,9 @@ pub struct ClientStatus {
     pub uuid: u64,
     /// It is one of the server's internal clients (`resound load`).
     pub internal: bool,
+    /// It was evicted from the cycle for running late past the client
+    /// timeout (JACK's zombie state) and has not activated again.
+    pub zombie: bool,
 }
 
 /// Encodes a value into a frame (length prefix + payload).

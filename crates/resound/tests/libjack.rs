@@ -743,6 +743,55 @@ fn distribution_clients_lsp_connect_simple_client_metro() {
     m.wait();
 }
 
+/// A distribution JACK program stopped (SIGSTOP) while active: after the
+/// client timeout the server evicts it from the cycle (JACK's zombie
+/// state) and keeps running; when the program continues, its shutdown
+/// callback tells it (jack_simple_client then exits, as under jackd).
+#[test]
+fn a_stopped_distribution_program_is_evicted_and_told() {
+    let _serial = common::one_at_a_time();
+    let Some(simple) = dist("dist-zombie", "jack_simple_client") else {
+        return;
+    };
+    let srv = Srv::start(&["-t", "300", "-d", "dummy", "-r", "48000", "-p", PERIOD]);
+    let mut simple = Bg::start(&srv, &simple, &[]);
+    wait_for(
+        "jack_simple_client's ports connected",
+        Duration::from_secs(10),
+        || connected(&srv, "jack_simple_client:output1", "system:playback_1"),
+    );
+    simple.signal(libc::SIGSTOP);
+    let zombie = |srv: &Srv| {
+        srv.status()
+            .clients
+            .iter()
+            .any(|c| c.name == "jack_simple_client" && c.zombie && !c.active)
+    };
+    wait_for(
+        "the stopped program to be evicted",
+        Duration::from_secs(10),
+        || zombie(&srv),
+    );
+    let a = srv.status().cycles;
+    std::thread::sleep(Duration::from_millis(500));
+    let per_half_second = 48000 / PERIOD.parse::<u64>().unwrap() / 2;
+    let ran = srv.status().cycles - a;
+    assert!(ran > per_half_second * 8 / 10, "cycles go on: {ran}");
+    simple.signal(libc::SIGCONT);
+    simple.wait();
+    let code = simple.child.try_wait().unwrap().and_then(|s| s.code());
+    assert_eq!(
+        code,
+        Some(1),
+        "jack_simple_client's shutdown callback exits 1"
+    );
+    assert!(
+        srv.log().contains("evicted from the cycle"),
+        "{}",
+        srv.log()
+    );
+}
+
 #[test]
 fn distribution_midiseq_to_midi_dump() {
     let _serial = common::one_at_a_time();

@@ -91,6 +91,20 @@ pub struct ServerArgs {
     /// Print more (repeat for debug output).
     #[arg(short = 'v', long = "verbose", action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Client timeout (ms): a client still late after this long, cycle
+    /// after cycle, is evicted from the cycle (JACK's zombie state: it is
+    /// deactivated, its downstream runs on silence, it is told through its
+    /// shutdown callback and may activate again). Never less than two
+    /// periods.
+    #[arg(short = 't', long = "timeout", value_name = "MSEC", default_value_t = 500, value_parser = clap::value_parser!(u32).range(1..=600_000))]
+    pub timeout_ms: u32,
+    /// Also evict a client after this many late cycles in a row, if that
+    /// comes before the timeout.
+    #[arg(long = "evict-after", value_name = "CYCLES", value_parser = clap::value_parser!(u32).range(1..))]
+    pub evict_after: Option<u32>,
+    /// Never evict late clients (their late cycles are only counted and logged).
+    #[arg(long = "no-evict")]
+    pub no_evict: bool,
 }
 
 /// `--sched` values.

@@ -33,6 +33,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_ansi(colour_on_stderr())
         .with_writer(std::io::stderr)
         .try_init();
     let mut signals = match signal_hook::iterator::Signals::new([
@@ -97,4 +98,11 @@ fn wait_for_stop(signals: &mut signal_hook::iterator::Signals, server: &server::
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// Colour codes in the log only on a terminal, and not when `NO_COLOR` is
+/// set (<https://no-color.org>).
+fn colour_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }

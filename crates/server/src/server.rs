@@ -65,6 +65,7 @@ mod shutdown;
 mod startup;
 mod status;
 mod transport_requests;
+mod zombie;
 
 /// A running server.
 pub struct Server {
@@ -126,6 +127,9 @@ struct State {
     sessions: HashMap<u64, Session>,
     /// Per slot: xruns the client was late in.
     xruns: Vec<u64>,
+    /// Per slot: the client was evicted from the cycle and has not
+    /// activated again (see `zombie`).
+    zombies: Vec<bool>,
     /// Slots already being dropped for corrupting their record.
     condemned: Vec<u32>,
     /// Threads outside the graph admitted in the ledger: (session id, tid).

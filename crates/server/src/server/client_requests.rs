@@ -27,12 +27,17 @@ impl Server {
                     r.finished_cycle.store(0, Ordering::Relaxed);
                 }
                 st.graph.set_active(me, true).map_err(graph_error)?;
+                st.zombies[me as usize] = false;
                 self.publish(st);
                 self.command(Command::Attach { slot: me, tid });
                 Self::graph_order(st);
             }
             Request::Deactivate => {
                 let me = need_client(slot)?;
+                if st.zombies[me as usize] {
+                    // Already deactivated by its eviction.
+                    return Ok(Reply::Ok);
+                }
                 st.graph.set_active(me, false).map_err(graph_error)?;
                 self.publish(st);
                 self.command(Command::Detach { slot: me });

@@ -10,6 +10,7 @@
 //!
 //! Threads: the housekeeping thread (not real-time), every 5 ms.
 
+use super::zombie::{EvictRule, LateStreaks};
 use super::Server;
 use crate::config::DeadlineChoice;
 use resound_engine::RtEvent;
@@ -21,8 +22,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
 
-/// At most this many xrun warnings per second; the rest are counted.
-const XRUN_WARNINGS_PER_SECOND: u64 = 20;
+/// At most this many xrun lines per second; the rest are summarised once a
+/// second. A line is logged only for an xrun that names a client not yet
+/// named in the current second, so a client late cycle after cycle costs
+/// one line and one summary a second, never one line per cycle.
+const XRUN_WARNINGS_PER_SECOND: u64 = 5;
 
 /// How often critical-path deadlines are recomputed.
 const DEADLINE_REFRESH: Duration = Duration::from_millis(250);
@@ -31,10 +35,17 @@ const DEADLINE_REFRESH: Duration = Duration::from_millis(250);
 struct Housekeeping {
     /// Slots reported late in the cycle being checked.
     late: Vec<u32>,
+    /// Slots that ran short themselves in the cycle being checked, with
+    /// their run of late cycles when it reached the eviction rule.
+    to_evict: Vec<(u32, u64)>,
+    /// Runs of late cycles per slot (the eviction rule).
+    streaks: LateStreaks,
     /// Xrun warnings logged in the current one-second window.
     logged: u64,
     /// Xruns not logged in the current window.
     suppressed: u64,
+    /// Per slot: late cycles in the current window.
+    window_late: Vec<u64>,
     /// Start of the current one-second window.
     window: Instant,
     /// Whether critical-path deadlines are maintained.
@@ -48,10 +59,14 @@ struct Housekeeping {
 impl Server {
     /// The housekeeping thread's loop, until the server stops.
     pub(super) fn housekeeping(self: Arc<Self>, mut rx: rtrb::Consumer<RtEvent>) {
+        let slots = self.engine.res.len();
         let mut hk = Housekeeping {
             late: Vec::new(),
+            to_evict: Vec::new(),
+            streaks: LateStreaks::new(EvictRule::from_args(&self.cfg.server), slots),
             logged: 0,
             suppressed: 0,
+            window_late: vec![0; slots],
             window: Instant::now(),
             critical_path: self.deadline_mode
                 && self.cfg.server.deadlines == DeadlineChoice::CriticalPath
@@ -77,8 +92,23 @@ impl Server {
     /// Handles one event from the driver.
     fn on_event(&self, hk: &mut Housekeeping, ev: RtEvent) {
         match ev {
-            RtEvent::Late { slot, .. } => hk.late.push(slot),
-            RtEvent::CycleChecked { cycle } => self.on_xrun(hk, cycle),
+            RtEvent::Late { slot, cycle, woken } => {
+                hk.late.push(slot);
+                let period = self.view.header().period_ns.load(Ordering::Relaxed);
+                if let Some(run) = woken
+                    .then(|| hk.streaks.on_late(slot, cycle, period))
+                    .flatten()
+                {
+                    hk.to_evict.push((slot, run));
+                }
+            }
+            RtEvent::CycleChecked { cycle } => {
+                self.on_xrun(hk, cycle);
+                let period = self.view.header().period_ns.load(Ordering::Relaxed);
+                for (slot, run) in std::mem::take(&mut hk.to_evict) {
+                    self.evict(slot, run, period);
+                }
+            }
             RtEvent::DriverLate { cycle, late_ns } => {
                 warn!(
                     "driver woke {:.3} ms late before cycle {cycle}; skipped ahead",
@@ -168,13 +198,18 @@ impl Server {
             .iter()
             .filter_map(|&s| st.graph.client(s).map(|c| c.name.clone()))
             .collect();
+        let mut news = false;
         for &s in &hk.late {
             if let Some(x) = st.xruns.get_mut(s as usize) {
                 *x += 1;
             }
+            if let Some(w) = hk.window_late.get_mut(s as usize) {
+                news |= *w == 0;
+                *w += 1;
+            }
         }
         hk.late.clear();
-        if hk.logged < XRUN_WARNINGS_PER_SECOND {
+        if news && hk.logged < XRUN_WARNINGS_PER_SECOND {
             warn!(
                 "xrun in cycle {cycle}: not finished in time: {}",
                 names.join(", ")
@@ -231,8 +266,24 @@ impl Server {
             warn!("{lost} driver event(s) lost: the event ring was full");
         }
         if hk.suppressed > 0 {
-            warn!("{} more xrun(s) in the last second", hk.suppressed);
+            let st = self.lock();
+            let per_client: Vec<String> = hk
+                .window_late
+                .iter()
+                .enumerate()
+                .filter(|(_, &n)| n > 0)
+                .map(|(s, n)| match st.graph.client(s as u32) {
+                    Some(c) => format!("{:?} late in {n}", c.name),
+                    None => format!("slot {s} late in {n}"),
+                })
+                .collect();
+            warn!(
+                "{} more xrun(s) in the last second; cycles per client: {}",
+                hk.suppressed,
+                per_client.join(", ")
+            );
         }
+        hk.window_late.fill(0);
         hk.suppressed = 0;
         hk.logged = 0;
         hk.window = Instant::now();

@@ -97,6 +97,7 @@ impl Server {
         self.reset_slot(slot);
         st.latency_custom[slot as usize] = false;
         st.xruns[slot as usize] = 0;
+        st.zombies[slot as usize] = false;
         self.publish(&mut st);
         let uuid = st.graph.client(slot).map_or(0, |c| c.uuid);
         if let Some(p) = &self.profile {

@@ -54,6 +54,7 @@ impl Server {
                 graph,
                 sessions: HashMap::new(),
                 xruns: vec![0; caps.max_clients as usize],
+                zombies: vec![false; caps.max_clients as usize],
                 condemned: vec![],
                 external: vec![],
                 metadata: Default::default(),

@@ -100,6 +100,7 @@ impl Server {
                     active: c.state == ClientState::Active,
                     ports: st.graph.ports().filter(|(_, p)| p.owner == slot).count() as u32,
                     xruns: st.xruns[slot as usize],
+                    zombie: st.zombies[slot as usize],
                     last_cycle: last,
                     signal_ns: rel(r.signal_ns.load(Ordering::Relaxed), last),
                     awake_ns: rel(r.awake_ns.load(Ordering::Relaxed), last),
