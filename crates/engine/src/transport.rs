@@ -154,7 +154,11 @@ impl TransportEngine {
             }
             state::STARTING => {
                 if cmd == command::STOP {
+                    // A locate in the same cycle is kept (jackd does).
                     t.state = state::STOPPED;
+                    if let Some(p) = locate {
+                        Self::relocate(t, &p);
+                    }
                 } else if let Some(p) = locate {
                     Self::relocate(t, &p);
                     self.starting_since = start_ns;
@@ -167,6 +171,9 @@ impl TransportEngine {
             _ => {
                 if cmd == command::STOP {
                     t.state = state::STOPPED;
+                    if let Some(p) = locate {
+                        Self::relocate(t, &p);
+                    }
                 } else if let Some(p) = locate {
                     Self::relocate(t, &p);
                     if any_sync {
@@ -284,6 +291,26 @@ mod tests {
         te.cycle(&v, &table, 7, 256, 7_000);
         let t = v.header().transport.load();
         assert_eq!((t.state, t.pos.frame), (state::STOPPED, 48_256));
+        // Start, roll, then a stop and a locate in the same cycle: both
+        // count (`stop(); locate(10000)` ends stopped at 10000, as on jackd).
+        post(command::START);
+        for c in 8..11 {
+            te.cycle(&v, &table, c, 256, c * 1_000);
+        }
+        assert_eq!(te.current().state, state::ROLLING);
+        post(command::STOP);
+        assert!(mb.locate_pos.put(
+            &Position {
+                frame: 10_000,
+                ..Default::default()
+            },
+            4
+        ));
+        mb.locate_req.fetch_add(1, Ordering::AcqRel);
+        te.cycle(&v, &table, 11, 256, 11_000);
+        te.cycle(&v, &table, 12, 256, 12_000);
+        let t = v.header().transport.load();
+        assert_eq!((t.state, t.pos.frame), (state::STOPPED, 10_000));
     }
 
     /// A slot taken by a new client (the server resets its mailbox) must not

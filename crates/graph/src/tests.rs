@@ -230,9 +230,12 @@ fn bad_requests_get_clear_errors() {
         g.add_client("a:b", false, 1).unwrap_err().kind,
         GraphErrorKind::InvalidName
     );
+    // An empty name is taken as it is, then numbered like any other (jackd).
+    assert_eq!(g.add_client("", false, 1).unwrap().1, "");
+    assert_eq!(g.add_client("", false, 1).unwrap().1, "-01");
     assert_eq!(
-        g.add_client("", false, 1).unwrap_err().kind,
-        GraphErrorKind::InvalidName
+        g.add_client("", true, 1).unwrap_err().kind,
+        GraphErrorKind::NameTaken
     );
     let long = "p".repeat(319 - 2);
     assert!(

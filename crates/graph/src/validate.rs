@@ -8,11 +8,10 @@ use crate::Graph;
 use resound_shm::limits::{CLIENT_NAME_MAX, PORT_NAME_MAX};
 use resound_shm::port_type;
 
-/// Checks a client name against JACK's rules.
+/// Checks a client name against JACK's rules. An empty name is allowed,
+/// as jackd allows it (programs built on the Rust `jack` crate rely on it);
+/// a second one becomes "-01" like any taken name.
 pub fn check_client_name(name: &str) -> Result<(), GraphError> {
-    if name.is_empty() {
-        return Err(err(GraphErrorKind::InvalidName, "client name is empty"));
-    }
     if name.len() > CLIENT_NAME_MAX {
         return Err(err(
             GraphErrorKind::InvalidName,

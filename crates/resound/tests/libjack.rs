@@ -650,6 +650,45 @@ fn bad_input_gets_jack_errors_and_crashes_nothing() {
     drop(gen);
 }
 
+/// Behaviour that used to differ from jackd (empty client names, a closed
+/// client gone by UUID when close returns, a stop and a locate in one
+/// cycle): the same C program passes on resound and on Debian's jackd.
+#[test]
+fn parity_with_jackd_on_names_close_and_transport() {
+    let _serial = common::one_at_a_time();
+    let Some(exe) = c_program("parity", "parity") else {
+        return;
+    };
+    let srv = server();
+    let (code, out, err) = run_to_end(&srv, exe.to_str().unwrap(), &[], "");
+    eprintln!("resound:\n{out}\n{err}");
+    assert!(out.contains("DONE failed=0"), "on resound:\n{out}\n{err}");
+    assert_eq!(code, 0);
+    assert_eq!(
+        out.lines().filter(|l| l.ends_with(" ok")).count(),
+        10,
+        "{out}"
+    );
+    if !resound_lab::harness::Jackd::available() {
+        skip(
+            "parity_with_jackd",
+            "jackd missing (apt-get install jackd2)",
+        );
+        return;
+    }
+    let jackd =
+        resound_lab::harness::Jackd::start("parity", &["-d", "dummy", "-r", "48000", "-p", PERIOD])
+            .expect("jackd starts");
+    let out = jackd.command(&exe).output().expect("run parity on jackd");
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("jackd:\n{text}");
+    assert!(
+        text.contains("DONE failed=0"),
+        "the same checks on jackd:\n{text}\n{}",
+        jackd.log()
+    );
+}
+
 #[test]
 fn the_rest_of_the_api() {
     let _serial = common::one_at_a_time();

@@ -8,6 +8,8 @@
 //!   directory (`RESOUND_DIR`), ready once it accepts control sessions;
 //! * [`Child`]: any child process, its stdout JSON lines collected
 //!   ([`JsonLines`]) and its stderr kept ([`StderrLog`]);
+//! * [`Jackd`]: Debian's jackd under a unique name, the reference server
+//!   programs are compared with;
 //! * every process is stopped (SIGTERM, then SIGKILL) and every directory
 //!   removed by drop guards, on error paths too.
 //!
@@ -17,10 +19,12 @@
 pub mod alsa;
 mod bins;
 mod child;
+mod jackd;
 mod output;
 mod server;
 
 pub use bins::{sibling, Bins};
 pub use child::{signal, Child, ChildOptions, StderrMode};
+pub use jackd::Jackd;
 pub use output::{JsonLines, LineWait, StderrLog};
 pub use server::{dummy_driver_args, remove_stale_dirs, Server, ServerSpec};

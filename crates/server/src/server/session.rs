@@ -95,6 +95,10 @@ impl Server {
                 Ok(env) => {
                     let close = env.req == Request::Close;
                     let r = if close {
+                        // Gone before the reply, as on jackd: once
+                        // jack_client_close returns, nobody finds the client
+                        // by name or UUID any more.
+                        self.end_session(id);
                         Reply::Ok
                     } else {
                         self.handle(id, slot, env.req)
