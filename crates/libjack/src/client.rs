@@ -52,6 +52,10 @@ pub struct LjClient {
     pub zombie: AtomicBool,
     /// Notification thread id (to recognise calls from inside callbacks).
     pub(crate) notify_thread: Mutex<Option<std::thread::ThreadId>>,
+    /// While a port-unregistration callback runs: the port being removed
+    /// and its full name, so `jack_port_by_id` and `jack_port_name` answer
+    /// for it there as on jackd (it is already gone from the graph).
+    pub(crate) departing: Mutex<Option<(u32, CString)>>,
 }
 
 enum RetiredCb {
@@ -203,6 +207,7 @@ unsafe fn open(
         rt: RtShared::default(),
         zombie: AtomicBool::new(false),
         notify_thread: Mutex::new(None),
+        departing: Mutex::new(None),
     });
     let ptr = Box::into_raw(lc);
     let addr = ptr as usize;
@@ -285,6 +290,15 @@ impl LjClient {
     /// Whether the client is active (its process thread runs).
     pub fn active(&self) -> bool {
         self.client.is_active()
+    }
+
+    /// The full name of the port being unregistered, if `id` is the one
+    /// whose unregistration callback runs now (see `departing`).
+    pub(crate) fn departing_name(&self, id: u32) -> Option<*const c_char> {
+        let d = self.departing.lock().unwrap_or_else(|e| e.into_inner());
+        d.as_ref()
+            .filter(|(p, _)| *p == id)
+            .map(|(_, n)| n.as_ptr())
     }
 
     /// Sets a callback unless the client is active (jackd's rule).

@@ -95,10 +95,20 @@ impl LjClient {
                     }
                 }
                 Event::PortRegistration {
-                    port, registered, ..
+                    port,
+                    registered,
+                    name,
                 } => {
                     if let Some(f) = cbs.port_reg.f {
+                        // The removed port stays visible to the callback.
+                        if !*registered {
+                            *self.departing.lock().unwrap_or_else(|e| e.into_inner()) =
+                                Some((*port, CString::new(name.as_str()).unwrap_or_default()));
+                        }
                         f(*port, *registered as c_int, cbs.port_reg.arg);
+                        // The name's storage lives until here: the callback
+                        // may not keep it (as on jackd, where the port is freed).
+                        *self.departing.lock().unwrap_or_else(|e| e.into_inner()) = None;
                     }
                 }
                 Event::PortRename { port, old, new } => {

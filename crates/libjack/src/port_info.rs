@@ -34,6 +34,9 @@ pub unsafe extern "C" fn jack_port_name(port_: *const c_void) -> *const c_char {
         let Some(p) = (unsafe { port(port_, "jack_port_name") }) else {
             return std::ptr::null();
         };
+        if let Some(n) = p.client().departing_name(p.id) {
+            return n;
+        }
         p.table()
             .port_name_ptr(p.id)
             .map_or(std::ptr::null(), |n| n as *const c_char)

@@ -123,6 +123,9 @@ pub unsafe extern "C" fn jack_port_by_id(client_: *mut c_void, id: jack_port_id_
         let Some(lc) = (unsafe { client(client_, "jack_port_by_id") }) else {
             return std::ptr::null_mut();
         };
+        if lc.departing_name(id).is_some() {
+            return intern(lc, id);
+        }
         let t = lc.client.table(lc.client.current_table_index());
         match t.port_info(id) {
             Some((1, ..)) => intern(lc, id),

@@ -689,6 +689,67 @@ fn parity_with_jackd_on_names_close_and_transport() {
     );
 }
 
+/// Port registration callbacks as jackd makes them: each step's callback
+/// lines are printed before the step's name (see registration.c).
+const REGISTRATION_AS_JACKD: &str = "\
+-- start
+-- subject registers p while inactive
+A: port registered subject:p
+B: port registered subject:p
+-- subject activates
+A: port registered subject:q
+B: port registered subject:q
+-- subject registers q while active
+A: port unregistered subject:q
+B: port unregistered subject:q
+-- subject unregisters q while active
+A: port unregistered subject:p
+-- subject deactivates
+-- subject unregisters p while inactive
+-- subject registers r while inactive
+A: port registered subject:r
+B: port registered subject:r
+-- subject activates again
+A: port unregistered subject:r
+-- subject closes while active
+DONE
+";
+
+/// Ports are announced when their client activates and withdrawn when it
+/// deactivates, never while it is inactive, and the unregistration callback
+/// can still name the port: the same callbacks as on Debian's jackd, which
+/// runs the same program in the same test.
+#[test]
+fn port_registration_callbacks_as_on_jackd() {
+    let _serial = common::one_at_a_time();
+    let Some(exe) = c_program("registration", "registration") else {
+        return;
+    };
+    let srv = server();
+    let (code, out, err) = run_to_end(&srv, exe.to_str().unwrap(), &[], "");
+    assert_eq!(code, 0, "{out}\n{err}");
+    assert_eq!(out, REGISTRATION_AS_JACKD, "on resound");
+    if !resound_lab::harness::Jackd::available() {
+        skip(
+            "port_registration_on_jackd",
+            "jackd missing (apt-get install jackd2)",
+        );
+        return;
+    }
+    let jackd = resound_lab::harness::Jackd::start(
+        "registration",
+        &["-d", "dummy", "-r", "48000", "-p", PERIOD],
+    )
+    .expect("jackd starts");
+    let out = jackd.command(&exe).output().expect("run on jackd");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        REGISTRATION_AS_JACKD,
+        "on jackd (the reference): {}",
+        jackd.log()
+    );
+}
+
 #[test]
 fn the_rest_of_the_api() {
     let _serial = common::one_at_a_time();

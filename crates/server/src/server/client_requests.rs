@@ -30,6 +30,7 @@ impl Server {
                 st.zombies[me as usize] = false;
                 self.publish(st);
                 self.command(Command::Attach { slot: me, tid });
+                Self::announce_ports(st, me, true);
                 Self::graph_order(st);
             }
             Request::Deactivate => {
@@ -42,6 +43,7 @@ impl Server {
                 self.publish(st);
                 self.command(Command::Detach { slot: me });
                 self.leave_timebase(me);
+                Self::announce_ports(st, me, false);
                 Self::graph_order(st);
             }
             Request::SetLatencyCallback { on } => {

@@ -63,15 +63,46 @@ impl Server {
         }
     }
 
-    /// Tells everyone a client left, with its connections and ports.
+    /// Whether the client in `slot` is active (its ports are announced).
+    pub(super) fn is_active(st: &State, slot: u32) -> bool {
+        st.graph
+            .client(slot)
+            .is_some_and(|c| c.state == resound_graph::ClientState::Active)
+    }
+
+    /// Announces (`registered`) or withdraws every port of the client in
+    /// `slot`, as jackd does when a client activates or deactivates: its
+    /// ports are known to the other clients only while it is active.
+    pub(super) fn announce_ports(st: &mut State, slot: u32, registered: bool) {
+        let ports: Vec<(u32, String)> = st
+            .graph
+            .ports()
+            .filter(|(_, p)| p.owner == slot)
+            .map(|(id, _)| (id, st.graph.port_name(id).unwrap_or_default()))
+            .collect();
+        for (port, name) in ports {
+            Self::notify(
+                st,
+                Notification::PortRegistration {
+                    port,
+                    name,
+                    registered,
+                },
+            );
+        }
+    }
+
+    /// Tells everyone a client left, with its connections, and its ports
+    /// if it was active (an inactive client's ports were never announced).
     pub(super) fn tell_client_left(
         st: &mut State,
         name: String,
         conns: Vec<Connection>,
         ports: Vec<(u32, String)>,
+        was_active: bool,
     ) {
         Self::tell_disconnected(st, &conns);
-        for (port, name) in ports {
+        for (port, name) in ports.into_iter().filter(|_| was_active) {
             Self::notify(
                 st,
                 Notification::PortRegistration {

@@ -79,14 +79,18 @@ impl Server {
         }
         self.publish(st);
         let full = st.graph.port_name(p).unwrap_or_default();
-        Self::notify(
-            st,
-            Notification::PortRegistration {
-                port: p,
-                name: full.clone(),
-                registered: true,
-            },
-        );
+        // As jackd: a port is announced when its client is active (here, or
+        // when it activates; see `announce_ports`).
+        if Self::is_active(st, me) {
+            Self::notify(
+                st,
+                Notification::PortRegistration {
+                    port: p,
+                    name: full.clone(),
+                    registered: true,
+                },
+            );
+        }
         Ok(Reply::Port {
             port: p,
             name: full,
@@ -103,14 +107,17 @@ impl Server {
         }
         self.publish(st);
         Self::tell_disconnected(st, &conns);
-        Self::notify(
-            st,
-            Notification::PortRegistration {
-                port,
-                name,
-                registered: false,
-            },
-        );
+        // Withdrawn only if it was announced (its client is active).
+        if Self::is_active(st, me) {
+            Self::notify(
+                st,
+                Notification::PortRegistration {
+                    port,
+                    name,
+                    registered: false,
+                },
+            );
+        }
         Ok(Reply::Ok)
     }
 

@@ -142,6 +142,7 @@ impl Server {
             .map(|c| c.name.clone())
             .unwrap_or_default();
         let gone_uuids = self.uuids_of_client(&st, slot);
+        let was_active = Self::is_active(&st, slot);
         if let Ok((conns, ports)) = st.graph.remove_client(slot) {
             self.forget_client(&mut st, slot, &gone_uuids);
             self.publish(&mut st);
@@ -156,7 +157,7 @@ impl Server {
                 ports.len(),
                 conns.len()
             );
-            Self::tell_client_left(&mut st, name, conns, ports);
+            Self::tell_client_left(&mut st, name, conns, ports, was_active);
             Self::graph_order(&mut st);
         }
     }

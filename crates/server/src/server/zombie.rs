@@ -127,6 +127,7 @@ impl Server {
             self.cfg.server.timeout_ms
         );
         Self::notify_slot(&mut st, slot, Notification::Evicted { reason });
+        Self::announce_ports(&mut st, slot, false);
         Self::graph_order(&mut st);
     }
 
