@@ -20,8 +20,9 @@ use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-/// How long a request waits for the server's reply.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request waits for its reply (jackd fails requests after about
+/// five seconds too).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Sequence number the server uses for an error not tied to a request.
 const UNSOLICITED_SEQ: u32 = u32::MAX;

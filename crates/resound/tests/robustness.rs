@@ -487,3 +487,93 @@ fn server_life_cycle_and_private_socket_directory() {
     assert!(srv.stop().success());
     assert!(!sock.exists(), "socket removed on exit");
 }
+
+/// The server's driver thread, found by its name.
+fn driver_tid(pid: u32) -> Option<i32> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .filter_map(|e| e.ok())
+        .find(|e| {
+            std::fs::read_to_string(e.path().join("comm"))
+                .is_ok_and(|c| c.trim() == "resound-driver")
+        })
+        .and_then(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// Stops one thread of another process with ptrace (SEIZE + INTERRUPT);
+/// false where ptrace is not permitted.
+fn stop_thread(tid: i32) -> bool {
+    // SAFETY: ptrace(2) and waitpid(2) with integer arguments and null data;
+    // `tid` is a thread of a child process this test started.
+    unsafe {
+        if libc::ptrace(libc::PTRACE_SEIZE, tid, 0, 0) != 0 {
+            return false;
+        }
+        libc::ptrace(libc::PTRACE_INTERRUPT, tid, 0, 0);
+        let mut st = 0;
+        libc::waitpid(tid, &mut st, libc::__WALL);
+    }
+    true
+}
+
+/// Lets a thread stopped by [`stop_thread`] run again.
+fn resume_thread(tid: i32) {
+    // SAFETY: as in stop_thread; the thread is stopped under our ptrace.
+    unsafe { libc::ptrace(libc::PTRACE_DETACH, tid, 0, 0) };
+}
+
+/// A starved or stopped driver thread does not make requests wait for
+/// minutes: the first graph change waits for it a bounded time, later ones
+/// not at all, the server says why, and the changes apply when it runs.
+#[test]
+fn requests_are_answered_in_bounded_time_while_the_driver_thread_is_stopped() {
+    let _serial = common::one_at_a_time();
+    let srv = Srv::start(&["-d", "dummy", "-p", "256"]);
+    let Some(tid) = driver_tid(srv.pid()) else {
+        panic!("no resound-driver thread in {}", srv.pid());
+    };
+    let ctl = srv.ctl();
+    let before = srv.status().cycles;
+    if !stop_thread(tid) {
+        eprintln!("SKIP requests_are_answered_in_bounded_time: ptrace not permitted");
+        return;
+    }
+    let t0 = std::time::Instant::now();
+    let pairs = [
+        ("system:capture_1", "system:playback_1"),
+        ("system:capture_2", "system:playback_2"),
+        ("system:capture_1", "system:playback_2"),
+        ("system:capture_2", "system:playback_1"),
+    ];
+    let results: Vec<_> = pairs.iter().map(|(s, d)| ctl.connect_ports(s, d)).collect();
+    let took = t0.elapsed();
+    let stalled_cycles = srv.status().cycles;
+    resume_thread(tid);
+    assert!(results.iter().all(|r| r.is_ok()), "{results:?}");
+    assert!(
+        took < Duration::from_secs(5),
+        "four connects took {took:?} with the driver stopped"
+    );
+    assert!(
+        stalled_cycles <= before + 2,
+        "the driver was really stopped"
+    );
+    wait_for("the log to say why", Duration::from_secs(5), || {
+        srv.log().contains("did not take a graph change")
+    });
+    wait_for("cycles to resume", Duration::from_secs(5), || {
+        srv.status().cycles > stalled_cycles + 50
+    });
+    // The changes reached the driver: the ports are connected, and a new
+    // change is taken at once again.
+    let conns = ctl.list_ports().unwrap();
+    let p1 = conns.iter().find(|p| p.name == "system:capture_1").unwrap();
+    assert_eq!(p1.connections.len(), 2, "{p1:?}");
+    ctl.disconnect_ports("system:capture_1", "system:playback_1")
+        .unwrap();
+    wait_for(
+        "the driver to be back in the log",
+        Duration::from_secs(5),
+        || srv.log().contains("takes graph changes again"),
+    );
+}

@@ -81,6 +81,10 @@ pub struct Server {
     state: Mutex<State>,
     /// Set once by [`Server::stop`].
     stopping: AtomicBool,
+    /// The driver did not take the last graph table in time (its thread is
+    /// starved or stopped): graph changes stop waiting for it until it
+    /// takes one again (see `publish`).
+    driver_stalled: AtomicBool,
     /// Socket path.
     socket: PathBuf,
     /// Id of the next session.

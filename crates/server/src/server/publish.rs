@@ -8,16 +8,26 @@
 use super::{Server, State};
 use resound_shm::sync::{switch, Ordering};
 use std::time::{Duration, Instant};
-use tracing::debug;
+use tracing::{debug, info, warn};
+
+/// How long a graph change waits for the driver to take the new table.
+const PUBLISH_WAIT: Duration = Duration::from_secs(2);
 
 impl Server {
-    /// Writes the graph into the next table and waits until the driver uses it.
+    /// Writes the graph into the next table and waits until the driver uses
+    /// it, at most [`PUBLISH_WAIT`]. A driver that did not take a table in
+    /// that time is starved or stopped: later changes only rewrite the
+    /// pending table and do not wait (requests stay answered within a
+    /// bounded time, under the state lock they all share) until the driver
+    /// takes one again; the model stays the truth and reaches the driver
+    /// when it runs.
     pub(super) fn publish(&self, st: &mut State) {
         let (capture, playback) = self.device_latency();
         crate::latency::propagate(&mut st.graph, &st.latency_custom, capture, playback);
         let c = st.graph.compile();
         let h = self.view.header();
         let before = switch::generation(h.switch.load(Ordering::Acquire));
+        let still_pending = h.switch.load(Ordering::Acquire) & switch::PENDING != 0;
         // SAFETY: we hold the state lock, so this thread is the only graph
         // writer, and `self.view` is the server's own writable mapping.
         unsafe { c.write_next_table(&self.view) };
@@ -27,12 +37,22 @@ impl Server {
                 c.feedback.len()
             );
         }
+        if still_pending && self.driver_stalled.load(Ordering::Relaxed) {
+            return;
+        }
         let t0 = Instant::now();
-        while switch::generation(h.switch.load(Ordering::Acquire)) == before
-            && self.engine.running.load(Ordering::Acquire)
-            && t0.elapsed() < Duration::from_secs(2)
+        let taken = || switch::generation(h.switch.load(Ordering::Acquire)) != before;
+        while !taken() && self.engine.running.load(Ordering::Acquire) && t0.elapsed() < PUBLISH_WAIT
         {
             std::thread::sleep(Duration::from_micros(200));
+        }
+        let stalled = !taken() && self.engine.running.load(Ordering::Acquire);
+        if stalled && !self.driver_stalled.swap(true, Ordering::Relaxed) {
+            warn!(
+                "the audio driver did not take a graph change within {PUBLISH_WAIT:?}: its thread is starved or stopped; changes are applied when it runs again"
+            );
+        } else if !stalled && self.driver_stalled.swap(false, Ordering::Relaxed) {
+            info!("the audio driver takes graph changes again");
         }
     }
 

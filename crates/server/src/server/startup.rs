@@ -61,6 +61,7 @@ impl Server {
                 latency_custom: vec![false; caps.max_clients as usize],
             }),
             stopping: AtomicBool::new(false),
+            driver_stalled: AtomicBool::new(false),
             socket,
             next_session: AtomicU64::new(1),
             commands: Mutex::new(commands),
