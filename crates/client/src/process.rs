@@ -79,6 +79,8 @@ pub(crate) fn process_thread(
         gen,
         quitting: false,
         transport: TransportReader::default(),
+        freewheel: false,
+        fifo_before_freewheel: None,
     };
     body(&mut ctx);
     // A body that never waited still lets activate() return.
@@ -143,6 +145,11 @@ pub struct RtContext {
     quitting: bool,
     /// The transport as this thread last read it (bounded reads).
     pub(crate) transport: TransportReader,
+    /// The server was freewheeling at this thread's last wake-up.
+    freewheel: bool,
+    /// This thread's own SCHED_FIFO, dropped while freewheeling, to take
+    /// back when freewheeling ends.
+    fifo_before_freewheel: Option<resound_sched::Policy>,
 }
 
 impl RtContext {
@@ -238,11 +245,35 @@ impl RtContext {
             if stop(&self.quit) {
                 return None;
             }
+            self.follow_freewheel(h.freewheel.load(Ordering::Relaxed) != 0);
             let c = assert_no_alloc::assert_no_alloc(|| begin_cycle(view, inner.slot, rec));
             if let Some((c, cpu0)) = c {
                 self.cpu0 = cpu0;
                 return Some(c);
             }
+        }
+    }
+
+    /// Freewheeling drops this thread's real-time scheduling, as jackd's
+    /// clients do: back-to-back cycles then share the CPU with the rest of
+    /// the system. The thread leaves SCHED_FIFO or its reservation itself
+    /// (a thread leaves SCHED_DEADLINE while running; see the sched crate)
+    /// when it first wakes in freewheel mode; when freewheeling ends it
+    /// takes its own SCHED_FIFO back, and the server's driver gives a
+    /// reservation back. Syscalls only on a change of mode (which is not
+    /// real-time work: freewheeling is not paced).
+    fn follow_freewheel(&mut self, on: bool) {
+        if on == self.freewheel {
+            return;
+        }
+        self.freewheel = on;
+        if on {
+            self.fifo_before_freewheel = resound_sched::current(0)
+                .ok()
+                .filter(|p| matches!(p, resound_sched::Policy::Fifo { .. }));
+            let _ = resound_sched::policy::set_attr(0, &resound_sched::Policy::Other.to_attr());
+        } else if let Some(p) = self.fifo_before_freewheel.take() {
+            let _ = resound_sched::policy::set_attr(0, &p.to_attr());
         }
     }
 

@@ -195,7 +195,8 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         let h = view.header();
         let freewheel = h.freewheel.load(Ordering::Acquire) != 0;
         if freewheel != self.was_freewheeling {
-            self.res.set_freewheel(freewheel);
+            let events = &mut self.events;
+            self.res.set_freewheel(freewheel, &mut |e| events.push(e));
         }
         self.was_freewheeling = freewheel;
         let frames = h.buffer_frames.load(Ordering::Relaxed);

@@ -127,6 +127,9 @@ pub struct Reservations {
     cycles: u64,
     /// The driver left SCHED_FIFO for SCHED_OTHER while freewheeling.
     freewheel_dropped: bool,
+    /// Freewheeling: the client threads dropped their real-time scheduling
+    /// themselves; their reservations are not re-applied until it ends.
+    freewheeling: bool,
     /// Sets a thread's policy (`sched_setattr`; a fake in tests).
     apply: Applier,
     /// Where [`Command::External`] is answered (None: such requests are ignored).
@@ -169,6 +172,7 @@ impl Reservations {
             pending: Vec::with_capacity(slots),
             cycles: 0,
             freewheel_dropped: false,
+            freewheeling: false,
             apply: apply_rt,
             external: None,
         }
@@ -331,7 +335,7 @@ impl Reservations {
     /// one syscall). Real-time safe.
     fn update(&mut self, slot: u32, r: Reservation, emit: &mut impl FnMut(RtEvent)) {
         let tid = self.tids[slot as usize];
-        if tid == 0 {
+        if tid == 0 || (self.freewheeling && slot != 0) {
             return;
         }
         let old = self.ledger.get(tid).unwrap_or(0.0);
@@ -540,8 +544,20 @@ impl Reservations {
     /// SCHED_FIFO (fifo mode, or a refused reservation) drops to SCHED_OTHER
     /// while freewheeling, as jackd does: back-to-back cycles then share the
     /// CPU with everything else instead of starving it. A reservation
-    /// already bounds the driver, so it stays. One syscall per transition. Real-time safe.
-    pub fn set_freewheel(&mut self, on: bool) {
+    /// already bounds the driver, so it stays. The client threads drop
+    /// their own real-time scheduling while freewheeling (a thread leaves
+    /// SCHED_DEADLINE itself, see [`Reservations::detach`]); their
+    /// reservations are not touched meanwhile and are given back, as the
+    /// controllers now have them, when freewheeling ends. One syscall per
+    /// thread and transition. Real-time safe.
+    pub fn set_freewheel(&mut self, on: bool, emit: &mut impl FnMut(RtEvent)) {
+        self.freewheeling = on;
+        if !on && matches!(self.mode, Mode::Deadline { .. }) {
+            for slot in 1..self.tids.len() as u32 {
+                let r = self.controllers[slot as usize].reservation();
+                self.update(slot, r, emit);
+            }
+        }
         let prio = match self.mode {
             Mode::Fifo(p) => p,
             Mode::Deadline {

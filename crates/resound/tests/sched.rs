@@ -308,6 +308,11 @@ fn freewheel_drops_a_fifo_driver_to_other_and_back() {
         resound_sched::current(d.tid).unwrap(),
         Policy::Fifo { priority: 20 }
     );
+    let a = res(&srv.status(), "a").unwrap().tid;
+    assert_eq!(
+        resound_sched::current(a).unwrap(),
+        Policy::Fifo { priority: 19 }
+    );
     let c0 = srv.status().cycles;
     c.set_freewheel(true).unwrap();
     wait_for(
@@ -316,6 +321,11 @@ fn freewheel_drops_a_fifo_driver_to_other_and_back() {
         || driver().policy == "SCHED_OTHER",
     );
     assert_eq!(resound_sched::current(d.tid).unwrap(), Policy::Other);
+    wait_for(
+        "the client thread to leave SCHED_FIFO",
+        Duration::from_secs(5),
+        || resound_sched::current(a).unwrap() == Policy::Other,
+    );
     std::thread::sleep(Duration::from_millis(500));
     let c1 = srv.status().cycles;
     assert!(
@@ -331,6 +341,42 @@ fn freewheel_drops_a_fifo_driver_to_other_and_back() {
         resound_sched::current(d.tid).unwrap(),
         Policy::Fifo { priority: 20 }
     );
+    wait_for(
+        "the client thread's priority back",
+        Duration::from_secs(5),
+        || resound_sched::current(a).unwrap() == Policy::Fifo { priority: 19 },
+    );
+    c.close().unwrap();
+}
+
+/// Under reservations, freewheeling client threads leave SCHED_DEADLINE
+/// (as jackd's clients leave SCHED_FIFO) and get their reservation back
+/// when it ends.
+#[test]
+fn freewheel_takes_client_reservations_away_and_gives_them_back() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("freewheel_takes_client_reservations_away_and_gives_them_back") {
+        return;
+    }
+    let srv = Srv::start(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
+    let _a = srv.tool("a", &["load", "--busy", "5"]);
+    let c = srv.client("fw");
+    let deadline = |tid: i32| matches!(resound_sched::current(tid), Ok(Policy::Deadline { .. }));
+    wait_for("a's reservation", Duration::from_secs(5), || {
+        res(&srv.status(), "a").is_some_and(|r| deadline(r.tid))
+    });
+    let a = res(&srv.status(), "a").unwrap().tid;
+    c.set_freewheel(true).unwrap();
+    wait_for("a to leave SCHED_DEADLINE", Duration::from_secs(5), || {
+        resound_sched::current(a).unwrap() == Policy::Other
+    });
+    // It stays out while freewheeling, whatever its controller decides.
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(resound_sched::current(a).unwrap(), Policy::Other);
+    c.set_freewheel(false).unwrap();
+    wait_for("a's reservation back", Duration::from_secs(5), || {
+        deadline(a)
+    });
     c.close().unwrap();
 }
 
