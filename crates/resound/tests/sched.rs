@@ -676,3 +676,62 @@ fn rustix_uid() -> u32 {
     // SAFETY: getuid has no preconditions.
     unsafe { libc::getuid() }
 }
+
+/// A thousand client processes killed with SIGKILL while reserved, eight at
+/// a time: the ledger comes back to the driver's own bandwidth, nothing is
+/// left reserved, and the kernel still admits a new reservation.
+#[test]
+fn the_ledger_is_back_to_zero_after_a_thousand_kill_9s() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("the_ledger_is_back_to_zero_after_a_thousand_kill_9s") {
+        return;
+    }
+    let srv = Srv::start(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
+    let driver_only = srv.status().ledger_used;
+    // The driver's own budget adapts meanwhile: compared at the end.
+    let mut peak = 0.0f64;
+    const AT_ONCE: usize = 8;
+    for round in 0..1000 / AT_ONCE {
+        let mut tools: Vec<Tool> = (0..AT_ONCE)
+            .map(|i| srv.spawn_tool(&format!("k{round}_{i}"), &["load", "--busy", "1"]))
+            .collect();
+        // Every second round they are killed while reserved; the others
+        // at any point of their start-up.
+        if round % 2 == 0 {
+            wait_for("the clients' reservations", Duration::from_secs(20), || {
+                srv.status().reservations.len() > AT_ONCE
+            });
+            peak = peak.max(srv.status().ledger_used);
+        }
+        for t in tools.iter_mut() {
+            t.kill9();
+        }
+    }
+    wait_for(
+        "every killed client to be gone",
+        Duration::from_secs(30),
+        || srv.status().clients.is_empty(),
+    );
+    let st = srv.status();
+    assert!(peak > driver_only, "clients were reserved: peak {peak}");
+    let d = res(&st, "driver").unwrap();
+    let driver_bw = d.budget_ns as f64 / d.period_ns as f64;
+    assert!(
+        (st.ledger_used - driver_bw).abs() < 0.005,
+        "ledger back to the driver's own {driver_bw}: {}",
+        st.ledger_used
+    );
+    assert_eq!(
+        st.reservations.len(),
+        1,
+        "only the driver is reserved: {:?}",
+        st.reservations
+    );
+    let survivor = srv.tool("survivor", &["load", "--busy", "1"]);
+    wait_for(
+        "a new client's reservation",
+        Duration::from_secs(10),
+        || res(&srv.status(), "survivor").is_some_and(|r| r.policy.starts_with("SCHED_DEADLINE")),
+    );
+    drop(survivor);
+}
