@@ -480,7 +480,42 @@ pub fn format_status(st: &Status) -> String {
             );
         }
     }
+    if !st.recent_xruns.is_empty() {
+        o += "\nrecent xruns (oldest first)\n";
+        for x in &st.recent_xruns {
+            o += &format!("  cycle {:<10} {}\n", x.cycle, xrun_cause(x));
+        }
+    }
     o
+}
+
+/// One xrun's cause, in words: which clients were late and how.
+pub(crate) fn xrun_cause(x: &resound_protocol::wire::XrunRecord) -> String {
+    match x.cause.as_str() {
+        "driver" => format!(
+            "the driver woke {:.2} ms late (the machine stalled it)",
+            x.driver_late_ns as f64 / 1e6
+        ),
+        "device" => "the audio device reported an xrun (or was suspended or lost)".into(),
+        _ => x
+            .late
+            .iter()
+            .map(|l| {
+                let how = match (l.ran_short, l.signal_us, l.wake_delay_us) {
+                    (true, Some(s), Some(w)) => {
+                        format!("ran short (signalled at +{s} us, woke {w} us later)")
+                    }
+                    (true, Some(s), None) => {
+                        format!("signalled at +{s} us, its thread never woke")
+                    }
+                    (true, None, _) => "ran short".into(),
+                    (false, _, _) => "waited for a late upstream client".into(),
+                };
+                format!("{:?} {how}", l.name)
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
 }
 
 fn flag_names(f: u32) -> String {

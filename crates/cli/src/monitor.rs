@@ -157,6 +157,13 @@ fn frame(conn: &Conn, window: f64) -> Result<serde_json::Value, String> {
         "xruns_total": st.xruns,
         "window_cycles": p.cycles.len(),
         "window_xruns": p.xruns(),
+        "recent_xruns": st
+            .recent_xruns
+            .iter()
+            .rev()
+            .take(5)
+            .map(|x| format!("cycle {}: {}", x.cycle, crate::cli::xrun_cause(x)))
+            .collect::<Vec<_>>(),
         "clients": clients,
         "charts": charts(&p)?,
     }))

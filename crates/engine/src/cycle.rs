@@ -104,10 +104,20 @@ impl<D: Driver, C: Clock> Engine<D, C> {
                 Outcome::Waiting => false,
             };
             any_late = true;
+            let start = self.prev_start.0;
+            let us = |on: bool, t: u64, from: u64| {
+                if on {
+                    (t.saturating_sub(from) / 1000).min(u32::MAX as u64 - 1) as u32
+                } else {
+                    u32::MAX
+                }
+            };
             self.emit(RtEvent::Late {
                 cycle: v.cycle,
                 slot: v.slot,
                 woken,
+                signal_us: us(v.signalled, v.signal_ns, start),
+                wake_delay_us: us(v.awake, v.awake_ns, v.signal_ns),
             });
             // Only a node that had its inputs (was woken) and still did not
             // finish is short of budget; one still waiting was late because

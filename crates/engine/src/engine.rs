@@ -253,9 +253,11 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         h.xruns.fetch_add(1, Ordering::Relaxed);
         h.xrun_delayed_us
             .store((wake.delay_ns / 1000) as u32, Ordering::Relaxed);
+        // How late after the cycle it should have started (the resynced
+        // start is a whole number of periods later than that).
         self.emit(RtEvent::DriverLate {
             cycle,
-            late_ns: wake.awake_ns.saturating_sub(wake.start_ns),
+            late_ns: wake.delay_ns,
         });
         let events = &mut self.events;
         self.res.on_xrun(0, &mut |e| events.push(e));

@@ -18,6 +18,12 @@ pub enum RtEvent {
         /// It had been woken (its inputs were ready) and ran short itself;
         /// false: it was still waiting for a late upstream node.
         woken: bool,
+        /// When it was signalled, after the cycle's start (us; `u32::MAX`:
+        /// not signalled).
+        signal_us: u32,
+        /// How long after its signal its thread woke (us; `u32::MAX`: it
+        /// never woke in that cycle).
+        wake_delay_us: u32,
     },
     /// The driver woke more than one period late: cycles were skipped.
     DriverLate {

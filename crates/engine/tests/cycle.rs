@@ -39,6 +39,7 @@ fn a_late_client_is_one_xrun_per_cycle_with_its_slot() {
     assert_eq!(rig.xruns(), 2);
     let (a, b) = (rig.slot("a"), rig.slot("b"));
     let ev = rig.drain();
+    // The lateness figures are checked apart below; here, who and in what order.
     let for_cycle = |c: u64| -> Vec<RtEvent> {
         ev.iter()
             .copied()
@@ -46,8 +47,37 @@ fn a_late_client_is_one_xrun_per_cycle_with_its_slot() {
                 RtEvent::Late { cycle, .. } | RtEvent::CycleChecked { cycle } => *cycle == c,
                 _ => false,
             })
+            .map(|e| match e {
+                RtEvent::Late {
+                    cycle, slot, woken, ..
+                } => RtEvent::Late {
+                    cycle,
+                    slot,
+                    woken,
+                    signal_us: 0,
+                    wake_delay_us: 0,
+                },
+                e => e,
+            })
             .collect()
     };
+    // The stuck node was signalled and never woke; the one behind it was
+    // never signalled.
+    for e in &ev {
+        if let RtEvent::Late {
+            slot,
+            signal_us,
+            wake_delay_us,
+            ..
+        } = *e
+        {
+            if slot == a {
+                assert!(signal_us < u32::MAX, "a was signalled: {e:?}");
+            } else {
+                assert_eq!((signal_us, wake_delay_us), (u32::MAX, u32::MAX), "{e:?}");
+            }
+        }
+    }
     for c in [6, 7] {
         assert_eq!(
             for_cycle(c),
@@ -55,12 +85,16 @@ fn a_late_client_is_one_xrun_per_cycle_with_its_slot() {
                 RtEvent::Late {
                     cycle: c,
                     slot: a,
-                    woken: true
+                    woken: true,
+                    signal_us: 0,
+                    wake_delay_us: 0
                 },
                 RtEvent::Late {
                     cycle: c,
                     slot: b,
-                    woken: false
+                    woken: false,
+                    signal_us: 0,
+                    wake_delay_us: 0
                 },
                 RtEvent::CycleChecked { cycle: c },
             ],
@@ -90,7 +124,8 @@ fn a_driver_waking_more_than_a_period_late_resyncs() {
         ev,
         vec![RtEvent::DriverLate {
             cycle,
-            late_ns: PERIOD_NS / 2
+            // How late it woke after the start it was due at.
+            late_ns: 3 * PERIOD_NS + PERIOD_NS / 2
         }]
     );
     assert_eq!(rig.shared.res[0].xruns.load(Ordering::Relaxed), 1);

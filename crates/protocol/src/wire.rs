@@ -543,6 +543,39 @@ pub struct Status {
     pub ledger_capacity: f64,
     /// One entry per real-time thread of the graph (driver first).
     pub reservations: Vec<ReservationStatus>,
+    /// The last xruns (at most 16, oldest first), each with its cause.
+    pub recent_xruns: Vec<XrunRecord>,
+}
+
+/// One xrun and what caused it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct XrunRecord {
+    /// The cycle it happened in.
+    pub cycle: u64,
+    /// "clients" (late clients, listed in `late`), "driver" (the driver
+    /// thread woke late: the machine stalled it) or "device" (the audio
+    /// device reported an xrun, was suspended or was lost).
+    pub cause: String,
+    /// For "driver": how late the driver woke (ns).
+    pub driver_late_ns: u64,
+    /// For "clients": every client that had not finished.
+    pub late: Vec<LateClient>,
+}
+
+/// A client that had not finished its cycle when the next one began.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LateClient {
+    /// Its name.
+    pub name: String,
+    /// It had been woken with its inputs ready and ran short itself; false:
+    /// it was still waiting for a late upstream client.
+    pub ran_short: bool,
+    /// When it was signalled, after the cycle's start (us); None: never
+    /// signalled in that cycle.
+    pub signal_us: Option<u32>,
+    /// How long after its signal its thread woke (us); None: it never woke
+    /// in that cycle (its thread was busy, stopped or starved).
+    pub wake_delay_us: Option<u32>,
 }
 
 /// One real-time thread of the graph and its scheduling.

@@ -564,6 +564,18 @@ fn requests_are_answered_in_bounded_time_while_the_driver_thread_is_stopped() {
     wait_for("cycles to resume", Duration::from_secs(5), || {
         srv.status().cycles > stalled_cycles + 50
     });
+    // The xrun is put down to the stalled driver, with how late it woke.
+    let st = srv.status();
+    assert!(
+        st.recent_xruns
+            .iter()
+            .any(|x| x.cause == "driver" && x.driver_late_ns > 500_000_000),
+        "{:?}",
+        st.recent_xruns
+    );
+    let out = srv.cli(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("the machine stalled it"), "{text}");
     // The changes reached the driver: the ports are connected, and a new
     // change is taken at once again.
     let conns = ctl.list_ports().unwrap();

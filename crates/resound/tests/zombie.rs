@@ -133,6 +133,18 @@ fn hung_client_is_evicted_and_may_come_back(args: &[&str]) {
     let st = srv.status();
     let h = client_status(&st, "hung");
     assert!(h.zombie && !h.active, "status shows the zombie: {h:?}");
+    // Each xrun is attributed: the hung client ran short, the one after
+    // it waited for it.
+    let x = st
+        .recent_xruns
+        .iter()
+        .rev()
+        .find(|x| x.cause == "clients")
+        .unwrap_or_else(|| panic!("an attributed xrun: {:?}", st.recent_xruns));
+    let who = |n: &str| x.late.iter().find(|l| l.name == n).cloned();
+    assert!(who("hung").is_some_and(|l| l.ran_short), "{x:?}");
+    assert!(who("after").is_some_and(|l| !l.ran_short), "{x:?}");
+    assert!(who("src").is_none(), "{x:?}");
     assert!(
         !hung.is_active(),
         "the client library knows it is not active"

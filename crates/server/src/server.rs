@@ -131,6 +131,9 @@ struct State {
     sessions: HashMap<u64, Session>,
     /// Per slot: xruns the client was late in.
     xruns: Vec<u64>,
+    /// The last xruns with their causes, oldest first (at most
+    /// `RECENT_XRUNS`).
+    recent_xruns: std::collections::VecDeque<resound_protocol::wire::XrunRecord>,
     /// Per slot: the client was evicted from the cycle and has not
     /// activated again (see `zombie`).
     zombies: Vec<bool>,

@@ -16,7 +16,7 @@ use crate::config::DeadlineChoice;
 use resound_engine::RtEvent;
 use resound_engine::{kind, Command};
 use resound_graph::CriticalPath;
-use resound_protocol::wire::Notification;
+use resound_protocol::wire::{LateClient, Notification, XrunRecord};
 use resound_shm::sync::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,13 +28,25 @@ use tracing::{error, info, warn};
 /// one line and one summary a second, never one line per cycle.
 const XRUN_WARNINGS_PER_SECOND: u64 = 5;
 
+/// How many xruns `resound status` shows.
+const RECENT_XRUNS: usize = 16;
+
+/// One late node of the cycle being checked, as the driver reported it.
+#[derive(Debug, Clone, Copy)]
+struct Late {
+    slot: u32,
+    woken: bool,
+    signal_us: u32,
+    wake_delay_us: u32,
+}
+
 /// How often critical-path deadlines are recomputed.
 const DEADLINE_REFRESH: Duration = Duration::from_millis(250);
 
 /// The housekeeping thread's own bookkeeping.
 struct Housekeeping {
-    /// Slots reported late in the cycle being checked.
-    late: Vec<u32>,
+    /// Nodes reported late in the cycle being checked.
+    late: Vec<Late>,
     /// Slots that ran short themselves in the cycle being checked, with
     /// their run of late cycles when it reached the eviction rule.
     to_evict: Vec<(u32, u64)>,
@@ -92,8 +104,19 @@ impl Server {
     /// Handles one event from the driver.
     fn on_event(&self, hk: &mut Housekeeping, ev: RtEvent) {
         match ev {
-            RtEvent::Late { slot, cycle, woken } => {
-                hk.late.push(slot);
+            RtEvent::Late {
+                slot,
+                cycle,
+                woken,
+                signal_us,
+                wake_delay_us,
+            } => {
+                hk.late.push(Late {
+                    slot,
+                    woken,
+                    signal_us,
+                    wake_delay_us,
+                });
                 let period = self.view.header().period_ns.load(Ordering::Relaxed);
                 if let Some(run) = woken
                     .then(|| hk.streaks.on_late(slot, cycle, period))
@@ -115,6 +138,7 @@ impl Server {
                     late_ns as f64 / 1e6
                 );
                 let mut st = self.lock();
+                Self::record_xrun(&mut st, cycle, "driver", late_ns, vec![]);
                 Self::notify(
                     &mut st,
                     Notification::Xrun {
@@ -180,6 +204,7 @@ impl Server {
             f => error!("audio driver fault before cycle {cycle}: {f:?}"),
         }
         if matches!(fault, Fault::Xrun | Fault::Suspended | Fault::DeviceLost) {
+            Self::record_xrun(&mut self.lock(), cycle, "device", 0, vec![]);
             Self::notify(
                 &mut self.lock(),
                 Notification::Xrun {
@@ -193,13 +218,23 @@ impl Server {
     /// A checked cycle had late clients: counts, logs and notifies the xrun.
     fn on_xrun(&self, hk: &mut Housekeeping, cycle: u64) {
         let mut st = self.lock();
-        let names: Vec<String> = hk
+        let late: Vec<LateClient> = hk
             .late
             .iter()
-            .filter_map(|&s| st.graph.client(s).map(|c| c.name.clone()))
+            .filter_map(|l| {
+                let known = |us: u32| (us != u32::MAX).then_some(us);
+                Some(LateClient {
+                    name: st.graph.client(l.slot)?.name.clone(),
+                    ran_short: l.woken,
+                    signal_us: known(l.signal_us),
+                    wake_delay_us: known(l.wake_delay_us),
+                })
+            })
             .collect();
+        let names: Vec<String> = late.iter().map(|l| l.name.clone()).collect();
+        Self::record_xrun(&mut st, cycle, "clients", 0, late);
         let mut news = false;
-        for &s in &hk.late {
+        for &s in hk.late.iter().map(|l| &l.slot) {
             if let Some(x) = st.xruns.get_mut(s as usize) {
                 *x += 1;
             }
@@ -219,6 +254,25 @@ impl Server {
             hk.suppressed += 1;
         }
         Self::notify(&mut st, Notification::Xrun { cycle, late: names });
+    }
+
+    /// Keeps an xrun's record for `resound status` (the last [`RECENT_XRUNS`]).
+    fn record_xrun(
+        st: &mut super::State,
+        cycle: u64,
+        cause: &str,
+        driver_late_ns: u64,
+        late: Vec<LateClient>,
+    ) {
+        if st.recent_xruns.len() == RECENT_XRUNS {
+            st.recent_xruns.pop_front();
+        }
+        st.recent_xruns.push_back(XrunRecord {
+            cycle,
+            cause: cause.into(),
+            driver_late_ns,
+            late,
+        });
     }
 
     /// A reservation was refused, by our ledger (`errno` 0) or the kernel.

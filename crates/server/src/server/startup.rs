@@ -55,6 +55,7 @@ impl Server {
                 sessions: HashMap::new(),
                 xruns: vec![0; caps.max_clients as usize],
                 zombies: vec![false; caps.max_clients as usize],
+                recent_xruns: Default::default(),
                 condemned: vec![],
                 external: vec![],
                 metadata: Default::default(),

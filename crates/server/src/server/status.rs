@@ -68,6 +68,7 @@ impl Server {
                 0.0
             },
             reservations: self.reservations(st),
+            recent_xruns: st.recent_xruns.iter().cloned().collect(),
         }
     }
 
