@@ -150,7 +150,10 @@ fn hung_client_is_evicted_and_may_come_back(args: &[&str]) {
         "the client library knows it is not active"
     );
 
-    // Its downstream runs every cycle, on silence, with no new xruns.
+    // Its downstream runs every cycle, on silence, with no new xruns (once
+    // the cycles that were running when it was evicted are checked).
+    std::thread::sleep(Duration::from_millis(100));
+    let st = srv.status();
     let x0 = client_status(&st, "after").xruns;
     let c0 = st.cycles;
     std::thread::sleep(Duration::from_secs(1));
