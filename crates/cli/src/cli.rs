@@ -95,6 +95,11 @@ enum Cmd {
     Experiment(resound_lab::experiment::ExperimentArgs),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
+    /// A long run under churn: clients join, leave, are killed and stopped, connections and the
+    /// buffer size change, while a sample-exact chain runs; prints the server's descriptors,
+    /// memfds, memory, threads and ledger at start and end, with a plot, and fails on a leak or
+    /// a lost cycle.
+    Soak(crate::soak::SoakArgs),
     /// Run a JACK program on resound: CMD starts with resound's libjack.so.0
     /// first in the library path (like pw-jack); -s/--server picks the server.
     Run {
@@ -112,6 +117,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let cli = Cli::parse_from(argv);
     let r = match cli.cmd {
         Cmd::Demo(a) => crate::demo::run(a),
+        Cmd::Soak(a) => crate::soak::run(a),
         Cmd::Experiment(a) => resound_lab::experiment::run(a),
         Cmd::Reserve(a) => reserve(a),
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
@@ -377,6 +383,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
             println!("{name} unloaded");
         }
         Cmd::Demo(_)
+        | Cmd::Soak(_)
         | Cmd::Experiment(_)
         | Cmd::Reserve(_)
         | Cmd::Profile(_)

@@ -5,8 +5,9 @@
 //! control session ([`cli`]: status, ports, connections, buffer size,
 //! internal clients, reservations, running JACK programs), reads its timing
 //! profile ([`profile`]), serves the live monitor page ([`monitor`]) and runs
-//! the demo graph of the README's main command ([`demo`]) and lists the
-//! sound devices ALSA knows ([`devices`]). Everything here
+//! the demo graph of the README's main command ([`demo`]), the long run
+//! under churn ([`soak`]) and lists the sound devices ALSA knows
+//! ([`devices`]). Everything here
 //! runs on the command's main thread (the monitor adds HTTP worker threads);
 //! nothing here is on the real-time path.
 
@@ -17,3 +18,4 @@ pub mod legacy;
 pub mod devices;
 pub mod monitor;
 pub mod profile;
+pub mod soak;

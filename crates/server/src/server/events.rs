@@ -245,10 +245,12 @@ impl Server {
         }
         hk.late.clear();
         if news && hk.logged < XRUN_WARNINGS_PER_SECOND {
-            warn!(
-                "xrun in cycle {cycle}: not finished in time: {}",
+            let who = if names.is_empty() {
+                "a client that has left since".to_string()
+            } else {
                 names.join(", ")
-            );
+            };
+            warn!("xrun in cycle {cycle}: not finished in time: {who}");
             hk.logged += 1;
         } else {
             hk.suppressed += 1;
