@@ -210,6 +210,12 @@ fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
         "the client keeps running at the card's rate without it: {} cycles in 1 s",
         b - a
     );
+    // The card is looked for on a helper thread, not on the driver thread.
+    assert!(
+        threads(srv.pid()).iter().any(|n| n == REOPEN_THREAD),
+        "a {REOPEN_THREAD} thread looks for the card: {:?}",
+        threads(srv.pid())
+    );
     card.inject(Fault::Return).unwrap();
     // The driver retries every second; once back on the card, an xrun the
     // card injects reaches the clients (only an open card can report one).
@@ -231,6 +237,24 @@ fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
         (got / want - 1.0).abs() <= 0.05,
         "paced by the card again: {got:.1}/s"
     );
+    assert!(
+        !threads(srv.pid()).iter().any(|n| n == REOPEN_THREAD),
+        "the {REOPEN_THREAD} thread ended once the card was back"
+    );
+}
+
+/// The reopen helper's thread name (see `resound_engine`'s ALSA driver).
+const REOPEN_THREAD: &str = "resound-reopen";
+
+/// Names of the threads of process `pid`.
+fn threads(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[test]

@@ -12,11 +12,12 @@
 //!
 //! Files: [`params`] (open, negotiation), [`convert`] (sample formats),
 //! [`io`] (a PCM direction and its scratch), [`recovery`] (xruns, suspend,
-//! a lost device and the dummy clock meanwhile), [`busy`] (who holds a busy
-//! device), [`devices`] (`resound devices`).
+//! a lost device and the dummy clock meanwhile), [`reopen`] (the helper
+//! thread looking for a lost device), [`busy`] (who holds a busy device),
+//! [`devices`] (`resound devices`).
 //!
-//! Runs on the driver thread (real-time) once opened; opening and reopening
-//! a lost device are not real-time (they allocate and are rare).
+//! Runs on the driver thread (real-time) once opened; opening happens on
+//! the thread starting the server, reopening a lost device on the helper.
 
 pub mod busy;
 pub mod convert;
@@ -24,6 +25,7 @@ pub mod devices;
 pub mod io;
 pub mod params;
 pub mod recovery;
+pub mod reopen;
 
 use super::{Driver, Fault, Latencies, Period, Wake};
 use crate::clock::Clock;
@@ -67,8 +69,6 @@ struct Lost {
     /// Paces the cycles on the engine's clock (as the dummy driver does);
     /// started at the first cycle without the device.
     pacer: Option<Pacer>,
-    /// When to try reopening the device next (ns).
-    retry: u64,
 }
 
 /// The ALSA driver.
@@ -88,6 +88,8 @@ pub struct AlsaDriver {
     lost: Option<Lost>,
     /// The device came back since the engine last asked.
     resumed: bool,
+    /// Looks for a lost device on a helper thread.
+    reopener: reopen::Reopener,
 }
 
 impl AlsaDriver {
@@ -111,9 +113,11 @@ impl AlsaDriver {
             flushed: false,
             lost: None,
             resumed: false,
+            reopener: reopen::Reopener::new(recovery::RETRY),
             cfg,
         };
         d.refill_fds();
+        d.fds.reserve(2 * d.fds.len().max(4));
         Ok(d)
     }
 
@@ -162,7 +166,9 @@ impl AlsaDriver {
         )
     }
 
-    /// Collects both PCMs' poll descriptors (not real-time: may grow `fds`).
+    /// Collects both PCMs' poll descriptors. Real-time safe once `fds` has
+    /// the capacity (reserved at open for the same device: a reopened one
+    /// has as many descriptors).
     fn refill_fds(&mut self) {
         self.fds.clear();
         for s in [&self.capture, &self.playback].into_iter().flatten() {
@@ -242,16 +248,19 @@ impl Driver for AlsaDriver {
         .map_err(|e| recovery::classify(&e))
     }
 
-    /// Stops both PCMs.
+    /// Stops both PCMs (and the reopen helper, if the device is lost).
+    /// Not real-time.
     fn stop(&mut self) {
+        self.reopener.stop();
         for s in [&self.capture, &self.playback].into_iter().flatten() {
             let _ = s.pcm.drop();
         }
     }
 
     /// Writes silence if this cycle had no playback, then polls the device
-    /// for the next period and reads the capture. Real-time safe (but for
-    /// reopening a lost device, once a second).
+    /// for the next period and reads the capture; while the device is lost,
+    /// paces on the clock and takes the device once the helper reopened it.
+    /// Real-time safe.
     fn wait(&mut self, clock: &dyn Clock, period: Period) -> Result<Wake, Fault> {
         if let Some(f) = self.pending.take() {
             return Err(f);
@@ -325,8 +334,9 @@ impl Driver for AlsaDriver {
     }
 
     /// Xrun: prepare, prefill, restart; suspend: resume (or prepare); a lost
-    /// device: cycles go on on the clock and the device is retried every
-    /// second. Never fails: the graph keeps running.
+    /// device: cycles go on on the clock and a helper thread retries the
+    /// device every second (spawned here, once per loss). Never fails: the
+    /// graph keeps running.
     fn recover(&mut self, fault: Fault) -> Result<(), Fault> {
         self.recover_from(fault);
         Ok(())
