@@ -13,7 +13,7 @@ mod common;
 use common::{skip_missing_tool, TestDir};
 use resound_client::prelude::*;
 use resound_client::Event;
-use resound_lab::harness::alsa::{self, AlsaCard, AlsaSpec, Fault};
+use resound_lab::harness::alsa::{self, AlsaCard, AlsaSpec, CardAccess, Fault};
 use resound_lab::harness::{Bins, ChildOptions, Server, ServerSpec, StderrMode};
 use resound_protocol::wire::Status;
 use std::path::Path;
@@ -330,9 +330,28 @@ fn matched_samples(input: &[i16], out: &[i16], xruns: bool) -> usize {
 }
 
 #[test]
-fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
+fn the_paced_duplex_card_carries_audio_through_a_client_unchanged_mmap() {
+    duplex_through_a_client(
+        "the_paced_duplex_card_carries_audio_through_a_client_unchanged_mmap",
+        CardAccess::Mmap,
+        "mmap interleaved",
+    );
+}
+
+#[test]
+fn the_paced_duplex_card_carries_audio_through_a_client_unchanged_rw() {
+    duplex_through_a_client(
+        "the_paced_duplex_card_carries_audio_through_a_client_unchanged_rw",
+        CardAccess::Rw,
+        "read/write interleaved",
+    );
+}
+
+/// Audio captured from a file on the card offering `access` goes through a
+/// client into the recorded playback unchanged; the server's log names
+/// the access it chose (`chosen`).
+fn duplex_through_a_client(test: &str, access: CardAccess, chosen: &str) {
     let _serial = common::one_at_a_time();
-    let test = "the_paced_duplex_card_carries_audio_through_a_client_unchanged";
     let dir = TestDir::new("alsad", "duplex");
     if !has_alsa_driver(test) {
         return;
@@ -351,6 +370,7 @@ fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
         format: Some(alsa::SampleFormat::S16),
         capture_input: Some(input_path),
         capture_loop: true,
+        access,
         ..AlsaSpec::default()
     };
     let card = match AlsaCard::install(&dir.0, &spec) {
@@ -367,6 +387,11 @@ fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
     ctl.connect_ports("pass:out", "system:playback_1").unwrap();
     std::thread::sleep(Duration::from_secs(3));
     let xruns = status(&srv).xruns > 0;
+    let log = srv.log().text();
+    assert!(
+        log.contains(&format!("S16, {chosen}")),
+        "the start-up line names the access ({chosen}): {log}"
+    );
     srv.stop().expect("stop resoundd");
     let rec = std::fs::read(card.playback_recording()).unwrap();
     let frames: Vec<[i16; 2]> = rec

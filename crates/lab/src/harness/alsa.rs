@@ -130,6 +130,31 @@ pub struct AlsaSpec {
     pub capture_input: Option<PathBuf>,
     /// Whether capture starts again at the input's end (else silence follows).
     pub capture_loop: bool,
+    /// The access types the `resoundtest*` PCMs offer.
+    pub access: CardAccess,
+}
+
+/// The access types the test card offers (its `access` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CardAccess {
+    /// Read/write and mmap, interleaved or not (a driver picks).
+    #[default]
+    Both,
+    /// Read/write only (`snd_pcm_readi`/`writei`, `readn`/`writen`).
+    Rw,
+    /// mmap only (`snd_pcm_mmap_begin`/`commit`).
+    Mmap,
+}
+
+impl CardAccess {
+    /// The word in the card's configuration.
+    pub fn word(self) -> &'static str {
+        match self {
+            CardAccess::Both => "both",
+            CardAccess::Rw => "rw",
+            CardAccess::Mmap => "mmap",
+        }
+    }
 }
 
 impl Default for AlsaSpec {
@@ -139,6 +164,7 @@ impl Default for AlsaSpec {
             channels: 2,
             capture_input: None,
             capture_loop: false,
+            access: CardAccess::Both,
         }
     }
 }
@@ -234,9 +260,11 @@ impl AlsaCard {
             };
             format!(
                 "pcm.{name} {{\n    type resoundtest\n    control {}\n    \
-                 formats [ {formats} ]\n    channels_min {ch}\n    channels_max {ch}\n{extra}}}\n",
+                 formats [ {formats} ]\n    channels_min {ch}\n    channels_max {ch}\n    \
+                 access \"{access}\"\n{extra}}}\n",
                 quote(&self.control),
                 ch = spec.channels,
+                access = spec.access.word(),
             )
         };
         let capture = format!(

@@ -61,6 +61,7 @@ impl Device {
                     soft: a.softmode,
                     shorts: a.shorts,
                     format: a.format.map(|f| f.sample_format()),
+                    access: a.access.mode(),
                 })?;
                 info!("ALSA: {}", d.describe());
                 Ok(Device::Alsa(Box::new(d)))

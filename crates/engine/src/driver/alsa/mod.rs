@@ -61,6 +61,31 @@ pub struct AlsaConfig {
     pub shorts: bool,
     /// Use only this sample format (None: the best the device offers).
     pub format: Option<convert::SampleFormat>,
+    /// How periods are transferred (mmap where offered, by default).
+    pub access: AccessMode,
+}
+
+/// How the driver moves periods to and from the device (`--access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AccessMode {
+    /// mmap (interleaved) where the device offers it, else read/write.
+    #[default]
+    Auto,
+    /// mmap only: a device without it is refused at start-up.
+    Mmap,
+    /// read/write only (interleaved, else non-interleaved).
+    Rw,
+}
+
+impl AccessMode {
+    /// The option's word (`auto`, `mmap`, `rw`).
+    pub fn word(self) -> &'static str {
+        match self {
+            AccessMode::Auto => "auto",
+            AccessMode::Mmap => "mmap",
+            AccessMode::Rw => "rw",
+        }
+    }
 }
 
 /// State while the device is gone: cycles run on the clock.
@@ -143,11 +168,12 @@ impl AlsaDriver {
     pub fn describe(&self) -> String {
         let one = |s: &Option<Stream>, name: &Option<String>, what: &str| match (s, name) {
             (Some(s), Some(n)) => format!(
-                "{what} {n}: {} ch ({} used), {:?}{}, {}",
+                "{what} {n}: {} ch ({} used), {:?}{}, {} {}",
                 s.neg.device_channels,
                 s.neg.channels,
                 s.neg.encoding.format,
                 if s.neg.encoding.big_endian { " BE" } else { "" },
+                if s.neg.mmap { "mmap" } else { "read/write" },
                 if s.neg.interleaved {
                     "interleaved"
                 } else {
@@ -281,6 +307,9 @@ impl Driver for AlsaDriver {
         self.wait_device(clock)?;
         if let Some(c) = self.capture.as_mut() {
             c.read_period().map_err(|e| recovery::classify(&e))?;
+        }
+        if let Some(p) = self.playback.as_mut() {
+            p.map_period().map_err(|e| recovery::classify(&e))?;
         }
         let now = clock.now_ns();
         Ok(Wake {

@@ -12,6 +12,8 @@
 use super::io::Stream;
 use super::params::open_pcm;
 use super::reopen::Reopened;
+#[cfg(test)]
+use super::AccessMode;
 use super::{AlsaConfig, AlsaDriver, Lost};
 use crate::clock::Clock;
 use crate::driver::pace::Pacer;
@@ -76,11 +78,18 @@ pub fn ready(s: &Stream, period: usize, soft: bool) -> Result<bool, Fault> {
 /// Prepares (unless `prepared`), prefills playback with `periods` periods
 /// of silence and starts the stream. Real-time safe.
 pub fn restart(
-    capture: Option<&mut Stream>,
-    playback: Option<&mut Stream>,
+    mut capture: Option<&mut Stream>,
+    mut playback: Option<&mut Stream>,
     periods: u32,
     prepare: bool,
 ) -> alsa::Result<()> {
+    // Prepared again: a period mapped before is no longer the next one.
+    for s in [capture.as_deref_mut(), playback.as_deref_mut()]
+        .into_iter()
+        .flatten()
+    {
+        s.unmap();
+    }
     if prepare {
         for s in [&capture, &playback].into_iter().flatten() {
             let _ = s.pcm.drop();
@@ -214,6 +223,7 @@ mod tests {
             soft: false,
             shorts: false,
             format: None,
+            access: AccessMode::Auto,
         })
         .expect("alsa-lib's null PCM")
     }
