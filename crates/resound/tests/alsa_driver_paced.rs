@@ -18,7 +18,8 @@ use resound_lab::harness::{Bins, ChildOptions, Server, ServerSpec, StderrMode};
 use resound_protocol::wire::Status;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 const RATE: u32 = 48_000;
@@ -290,43 +291,87 @@ fn a_refused_rate_fails_at_start_naming_the_supported_rates() {
     );
 }
 
-/// Checks that every non-silent sample of `out` is `input` (looping) at one
-/// offset. The offset may change across silence (a stream restart after an
-/// xrun prefills silence) and, when `xruns` says the device had some, at a
-/// period boundary (a period lost or repeated in the recovery). Returns how
-/// many samples matched.
-fn matched_samples(input: &[i16], out: &[i16], xruns: bool) -> usize {
+/// What [`check_continuity`] found.
+#[derive(Debug, Default)]
+struct Continuity {
+    /// Samples that are input samples in their place.
+    matched: usize,
+    /// Skips ahead at a period boundary (capture data dropped).
+    gaps: usize,
+    /// Whole periods played again (a late client's output of the cycle before).
+    repeats: usize,
+}
+
+/// Checks that the non-silent samples of `out` are `input` (looping) in
+/// order: within a period each sample follows the one before; at a period
+/// boundary the stream may skip ahead (a gap: capture data dropped by a
+/// device xrun's restart), but only when `xruns` says the device had some,
+/// or go back by exactly one period (counted as a repeat: the caller
+/// decides whether a late client explains it). Silence may come between (a
+/// playback restart prefills it).
+fn check_continuity(input: &[i16], out: &[i16], xruns: bool) -> Continuity {
     let n = input.len();
     let at: std::collections::HashMap<i16, usize> =
         input.iter().enumerate().map(|(i, &x)| (x, i)).collect();
-    let mut offset: Option<usize> = None;
-    let mut matched = 0;
+    // The input position of the last sample, unwrapped (counting loops).
+    let mut last: Option<usize> = None;
+    let mut c = Continuity::default();
+    let period = PERIOD as usize;
     for (t, &v) in out.iter().enumerate() {
         if v == 0 {
-            if t > 0 && out[t - 1] != 0 {
-                offset = None; // silence: a restart may follow
-            }
             continue;
         }
         let Some(&pos) = at.get(&v) else {
             panic!("frame {t}: {v} is not an input sample");
         };
-        let synced = (t + n - pos % n) % n;
-        let mut d = *offset.get_or_insert(synced);
-        if v != input[(t + n - d) % n] && xruns && t % PERIOD as usize == 0 {
-            eprintln!("frame {t}: offset {d} -> {synced} after a device xrun");
-            d = synced;
-            offset = Some(d);
+        c.matched += 1;
+        let Some(prev) = last else {
+            last = Some(pos);
+            continue;
+        };
+        // The next input position at or after prev + 1 holding this sample.
+        let next = prev + 1 + (pos + n - (prev + 1) % n) % n;
+        let skipped = next - (prev + 1);
+        let around = &out[t.saturating_sub(4)..(t + 4).min(out.len())];
+        if skipped > 0 && n - skipped == period && t % period == 0 {
+            eprintln!("frame {t}: the period before played again");
+            c.repeats += 1;
+            last = Some(next - n);
+            continue;
         }
-        assert_eq!(
-            v,
-            input[(t + n - d) % n],
-            "frame {t}: changed on its way (offset {d}; around: {:?})",
-            &out[t.saturating_sub(4)..(t + 4).min(out.len())]
-        );
-        matched += 1;
+        if skipped > 0 {
+            assert!(
+                skipped < n / 2,
+                "frame {t}: input sample {pos} again, {} samples after its \
+                 place (around: {around:?})",
+                n - skipped
+            );
+            assert!(
+                xruns && t % PERIOD as usize == 0,
+                "frame {t}: {skipped} input samples skipped without a device \
+                 xrun or inside a period (around: {around:?})"
+            );
+            eprintln!("frame {t}: a gap of {skipped} samples after a device xrun");
+            c.gaps += 1;
+        }
+        last = Some(next);
     }
-    matched
+    c
+}
+
+/// A client of the test counting the cycles a client was reported late in.
+fn late_watcher(srv: &Server) -> (resound_client::Client, Arc<AtomicUsize>) {
+    let watcher = srv.open_client("latewatch").expect("open the watcher");
+    let late = Arc::new(AtomicUsize::new(0));
+    let count = late.clone();
+    watcher.set_notification_handler(move |_c: &resound_client::Client, n: &Event| {
+        if let Event::Xrun { late, .. } = n {
+            if !late.is_empty() {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    (watcher, late)
 }
 
 #[test]
@@ -381,12 +426,20 @@ fn duplex_through_a_client(test: &str, access: CardAccess, chosen: &str) {
         Err(e) => panic!("installing the test card: {e}"),
     };
     let mut srv = start(&card, alsa::PCM_DUPLEX_FILE);
+    let (_late_watcher, late) = late_watcher(&srv);
     let _pass = srv.tool("pass", &["pass"], &mut || Ok(())).expect("pass");
     let ctl = srv.try_ctl().expect("control session");
     ctl.connect_ports("system:capture_1", "pass:in").unwrap();
     ctl.connect_ports("pass:out", "system:playback_1").unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    let xruns = status(&srv).xruns > 0;
+    // A device xrun in the middle: after its recovery the capture goes on
+    // without a period delivered twice.
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = status(&srv).xruns;
+    card.inject(Fault::Xrun).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let xruns = status(&srv).xruns;
+    assert!(xruns > before, "the injected xrun was counted");
+    let xruns = xruns > 0;
     let log = srv.log().text();
     assert!(
         log.contains(&format!("S16, {chosen}")),
@@ -406,11 +459,24 @@ fn duplex_through_a_client(test: &str, access: CardAccess, chosen: &str) {
         frames.iter().all(|f| f[1] == 0),
         "playback_2 is not connected: silence"
     );
-    let matched = matched_samples(&input, &left, xruns);
+    let c = check_continuity(&input, &left, xruns);
+    let late = late.load(Ordering::Relaxed);
     println!(
-        "{matched} samples arrived unchanged of {} recorded",
-        left.len()
+        "{} samples arrived unchanged and in order of {} recorded \
+         ({} gaps, {} periods played twice, {late} late cycles of a client)",
+        c.matched,
+        left.len(),
+        c.gaps,
+        c.repeats
     );
+    // The device's recovery never repeats a period: only a client that
+    // missed its cycle leaves its output of the cycle before in its buffer.
+    assert!(
+        c.repeats <= late,
+        "{} periods played twice but a client was late in only {late} cycles",
+        c.repeats
+    );
+    let matched = c.matched;
     assert!(
         matched >= RATE as usize,
         "at least a second of audio went through ({matched} samples)"
