@@ -41,6 +41,7 @@
  *       capture_file "/path/in.raw"
  *       capture_loop false
  *       paced true                    # false: no timer, never blocks
+ *       period_bytes_max 1048576      # the longest period offered (bytes)
  *       access "both"                 # "rw", "mmap" or "both": the access
  *                                     # types offered (mmap: alsa-lib's
  *                                     # ioplug keeps the mmap buffer and
@@ -566,6 +567,7 @@ struct rt_conf {
 	const char *control, *playback_file, *capture_file;
 	int capture_loop, paced;
 	enum rt_access access;
+	long period_bytes_max;
 	long channels_min, channels_max;
 	unsigned int rates[MAX_LIST], n_rates;
 	unsigned int formats[MAX_LIST], n_formats;
@@ -637,6 +639,8 @@ static int conf_field(snd_config_t *n, const char *id, struct rt_conf *c)
 		return (c->paced = snd_config_get_bool(n)) < 0 ? -EINVAL : 0;
 	if (!strcmp(id, "access"))
 		return conf_access(n, &c->access);
+	if (!strcmp(id, "period_bytes_max"))
+		return snd_config_get_integer(n, &c->period_bytes_max);
 	if (!strcmp(id, "channels_min"))
 		return snd_config_get_integer(n, &c->channels_min);
 	if (!strcmp(id, "channels_max"))
@@ -661,6 +665,7 @@ static int parse_conf(snd_config_t *conf, struct rt_conf *c)
 	c->paced = 1;
 	c->channels_min = 1;
 	c->channels_max = MAX_LIST;
+	c->period_bytes_max = 1 << 20;
 	snd_config_for_each(i, next, conf) {
 		snd_config_t *n = snd_config_iterator_entry(i);
 		const char *id;
@@ -671,6 +676,10 @@ static int parse_conf(snd_config_t *conf, struct rt_conf *c)
 			SNDERR("resoundtest: bad value for %s", id);
 			return -EINVAL;
 		}
+	}
+	if (c->period_bytes_max < 64 || c->period_bytes_max > (1 << 20)) {
+		SNDERR("resoundtest: period_bytes_max must be within 64..%d", 1 << 20);
+		return -EINVAL;
 	}
 	if (c->channels_min < 1 || c->channels_max > MAX_LIST || c->channels_min > c->channels_max) {
 		SNDERR("resoundtest: channels must be within 1..%d", MAX_LIST);
@@ -703,7 +712,7 @@ static int set_constraints(rt_t *rt, const struct rt_conf *c)
 						   (unsigned int)c->channels_min,
 						   (unsigned int)c->channels_max)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIOD_BYTES, 64,
-						   1 << 20)) < 0 ||
+						   (unsigned int)c->period_bytes_max)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_BUFFER_BYTES, 128,
 						   16 << 20)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIODS, 2, 1024)) < 0)

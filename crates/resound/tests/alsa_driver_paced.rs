@@ -482,3 +482,82 @@ fn duplex_through_a_client(test: &str, access: CardAccess, chosen: &str) {
         "at least a second of audio went through ({matched} samples)"
     );
 }
+
+/// Capture latency of system:capture_1 and playback latency of
+/// system:playback_1 (min of each range), as a client reads them.
+fn port_latencies(c: &resound_client::Client) -> (u32, u32) {
+    use resound_shm::sync::{switch, Ordering as ShmOrdering};
+    let snap = c.snapshot();
+    let view = c.view();
+    let cur = switch::cur(view.header().switch.load(ShmOrdering::Acquire));
+    let t = view.table(cur);
+    let lat = |name: &str| {
+        let id = snap.port(name).unwrap_or_else(|| panic!("no {name}")).id;
+        t.port_latency(id).unwrap()
+    };
+    (lat("system:capture_1")[0], lat("system:playback_1")[2])
+}
+
+#[test]
+fn a_buffer_size_change_reconfigures_the_card_or_is_refused() {
+    let _serial = common::one_at_a_time();
+    let test = "a_buffer_size_change_reconfigures_the_card_or_is_refused";
+    let bufsize = "/usr/bin/jack_bufsize";
+    if !Path::new(bufsize).exists() {
+        return skip_missing_tool(test, "jack_bufsize missing (apt-get install jackd2)");
+    }
+    let dir = TestDir::new("alsad", "bufsize");
+    let Some(card) = card(test, &dir.0) else {
+        return;
+    };
+    let mut srv = start(&card, alsa::PCM_SHORT_PERIODS);
+    let _gen = srv.tool("gen", &["counter"], &mut || Ok(())).expect("gen");
+    let me = srv.open_client("asker").expect("open a client");
+    // -n 3, async: capture one period, playback 2 + (3 - 2) periods.
+    assert_eq!(port_latencies(&me), (PERIOD, 3 * PERIOD));
+    // The card refuses periods longer than 256 frames: a clear error, and
+    // the server keeps running at 256.
+    let err = me.set_buffer_size(512).expect_err("512 frames refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("512") && msg.contains("refuses"),
+        "the error says what the card refused: {msg}"
+    );
+    assert_eq!(status(&srv).buffer_frames, PERIOD);
+    let got = cycle_rate(&srv, 1.0);
+    let want = RATE as f64 / PERIOD as f64;
+    assert!(
+        (got / want - 1.0).abs() <= 0.1,
+        "still paced by the card at {PERIOD} frames: {got:.1}/s"
+    );
+    // Debian's jack_bufsize through `resound run`: the card runs at 128.
+    let out = srv
+        .command(common::RESOUND.as_ref())
+        .env_remove("RESOUND_SERVER")
+        .env_remove("JACK_DEFAULT_SERVER")
+        .args(["-s", &srv.name, "run", "--", bufsize, "128"])
+        .output()
+        .expect("run jack_bufsize");
+    assert!(
+        out.status.success(),
+        "jack_bufsize 128: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(status(&srv).buffer_frames, 128);
+    assert_eq!(port_latencies(&me), (128, 3 * 128), "latencies follow");
+    let want = RATE as f64 / 128.0;
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let (got, xrun) = window(&srv, 2.0);
+        seen.push((got, xrun));
+        if !xrun {
+            assert!(
+                (got / want - 1.0).abs() <= 0.02,
+                "{got:.1} cycles/s: the card's periods of 128 frames come {want:.1} times a second"
+            );
+            assert!(srv.exited().is_none());
+            return;
+        }
+    }
+    panic!("every window saw an xrun (machine too loaded?): {seen:?}");
+}

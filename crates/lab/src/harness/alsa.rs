@@ -35,6 +35,9 @@ pub const PCM_PLAYBACK_FILE: &str = "resoundtest_playback_file";
 pub const PCM_DUPLEX_FILE: &str = "resoundtest_duplex_file";
 /// The paced card offering only 48000 Hz (refusals).
 pub const PCM_48K_ONLY: &str = "resoundtest_48k";
+/// The paced card offering periods of at most 2048 bytes (256 frames of
+/// stereo float): longer periods are refused.
+pub const PCM_SHORT_PERIODS: &str = "resoundtest_short_periods";
 /// alsa-lib's `file` plugin on `null`, capture from the input file (unpaced).
 pub const PCM_FILE_CAPTURE: &str = "file_capture";
 /// alsa-lib's `file` plugin on `null`, playback to
@@ -283,6 +286,7 @@ impl AlsaCard {
         text += &card(PCM_PLAYBACK_FILE, &playback);
         text += &card(PCM_DUPLEX_FILE, &format!("{capture}{playback}"));
         text += &card(PCM_48K_ONLY, "    rates [ 48000 ]\n");
+        text += &card(PCM_SHORT_PERIODS, "    period_bytes_max 2048\n");
         text += &format!(
             "pcm.{PCM_FILE_CAPTURE} {{\n    type file\n    slave.pcm \"null\"\n    \
              file \"/dev/null\"\n    infile {}\n    format \"raw\"\n}}\n",
@@ -383,6 +387,7 @@ mod tests {
             PCM_PLAYBACK_FILE,
             PCM_DUPLEX_FILE,
             PCM_48K_ONLY,
+            PCM_SHORT_PERIODS,
             PCM_FILE_CAPTURE,
             PCM_FILE_PLAYBACK,
         ] {

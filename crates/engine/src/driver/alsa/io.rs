@@ -49,10 +49,12 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// Wraps an open PCM; allocates the scratch for one period.
-    pub fn new(pcm: PCM, neg: Negotiated, period: usize) -> Stream {
+    /// Wraps an open PCM; allocates the scratch for one period of up to
+    /// `max_period` frames (so that a period change allocates nothing).
+    pub fn new(pcm: PCM, neg: Negotiated, period: usize, max_period: usize) -> Stream {
         let bytes = neg.encoding.format.bytes();
-        let scratch = vec![0u8; period * neg.device_channels as usize * bytes];
+        let frames = period.max(max_period);
+        let scratch = vec![0u8; frames * neg.device_channels as usize * bytes];
         Stream {
             pcm,
             neg,
@@ -63,6 +65,18 @@ impl Stream {
         }
     }
 
+    /// Runs with periods of `frames` from now on (the device was configured
+    /// for them); false if the scratch is too small. Real-time safe.
+    pub fn set_period(&mut self, frames: usize) -> bool {
+        let bytes = self.neg.encoding.format.bytes() * self.neg.device_channels as usize;
+        if frames * bytes > self.scratch.len() {
+            return false;
+        }
+        self.period = frames;
+        self.unmap();
+        true
+    }
+
     /// Bytes of one period.
     fn period_bytes(&self) -> usize {
         self.period * self.neg.encoding.format.bytes() * self.neg.device_channels as usize
@@ -71,7 +85,7 @@ impl Stream {
     /// The period's bytes: the mapped area (mmap) or the scratch.
     fn data(&self) -> &[u8] {
         if self.mapped.0.is_null() {
-            return &self.scratch;
+            return &self.scratch[..self.period_bytes()];
         }
         // SAFETY: `mapped` was set from a slice of the device's mmap area of
         // at least period_bytes() bytes that stays mapped while the PCM is
@@ -82,7 +96,8 @@ impl Stream {
     /// The period's bytes, writable: the mapped area (mmap) or the scratch.
     fn data_mut(&mut self) -> &mut [u8] {
         if self.mapped.0.is_null() {
-            return &mut self.scratch;
+            let n = self.period_bytes();
+            return &mut self.scratch[..n];
         }
         // SAFETY: as in `data`; &mut self: no other view of it exists.
         unsafe { std::slice::from_raw_parts_mut(self.mapped.0, self.period_bytes()) }
@@ -153,7 +168,7 @@ impl Stream {
         while done < self.period {
             let n = if self.neg.interleaved {
                 let io = self.pcm.io_bytes();
-                io.readi(&mut self.scratch[done * frame..])?
+                io.readi(&mut self.scratch[done * frame..self.period * frame])?
             } else {
                 self.aim(done);
                 let io = self.pcm.io_bytes();
@@ -180,7 +195,7 @@ impl Stream {
         while done < self.period {
             let n = if self.neg.interleaved {
                 let io = self.pcm.io_bytes();
-                io.writei(&self.scratch[done * frame..])?
+                io.writei(&self.scratch[done * frame..self.period * frame])?
             } else {
                 self.aim(done);
                 let io = self.pcm.io_bytes();

@@ -24,6 +24,7 @@ pub mod convert;
 pub mod devices;
 pub mod io;
 pub mod params;
+pub mod period;
 pub mod recovery;
 pub mod reopen;
 
@@ -33,6 +34,7 @@ use crate::driver::pace::Pacer;
 use alsa::poll::Descriptors;
 use io::Stream;
 use resound_shm::time::frames_to_ns;
+use std::sync::Arc;
 
 /// The ALSA driver's options (jackd's `-d alsa` options).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -63,6 +65,9 @@ pub struct AlsaConfig {
     pub format: Option<convert::SampleFormat>,
     /// How periods are transferred (mmap where offered, by default).
     pub access: AccessMode,
+    /// The longest period the server allows (its buffers' size): a period
+    /// change up to it allocates nothing.
+    pub max_period: u32,
 }
 
 /// How the driver moves periods to and from the device (`--access`).
@@ -115,6 +120,10 @@ pub struct AlsaDriver {
     resumed: bool,
     /// Looks for a lost device on a helper thread.
     reopener: reopen::Reopener,
+    /// Period changes asked by the control side.
+    period_ctl: Arc<period::PeriodControl>,
+    /// Set while the device waits for the engine to run at its new period.
+    switching: Option<Lost>,
 }
 
 impl AlsaDriver {
@@ -139,11 +148,27 @@ impl AlsaDriver {
             lost: None,
             resumed: false,
             reopener: reopen::Reopener::new(recovery::RETRY),
+            period_ctl: Arc::new(period::PeriodControl::new(
+                cfg.periods,
+                cfg.in_latency,
+                cfg.out_latency,
+            )),
+            switching: None,
             cfg,
         };
         d.refill_fds();
         d.fds.reserve(2 * d.fds.len().max(4));
         Ok(d)
+    }
+
+    /// The control side's handle to change the period while running.
+    pub fn period_control(&self) -> Arc<period::PeriodControl> {
+        self.period_ctl.clone()
+    }
+
+    /// Whether cycles run without the device (lost, or changing period).
+    fn off_device(&self) -> bool {
+        self.lost.is_some() || self.switching.is_some()
     }
 
     /// Channels given capture ports.
@@ -294,6 +319,15 @@ impl Driver for AlsaDriver {
         if self.lost.is_some() {
             return Ok(self.wait_lost(clock, period));
         }
+        self.check_period_request();
+        if self.switching.is_some() {
+            if let Some(w) = self.wait_switching(clock, period) {
+                return Ok(w);
+            }
+        }
+        if self.lost.is_some() {
+            return Ok(self.wait_lost(clock, period));
+        }
         if !self.flushed {
             if let Some(p) = self.playback.as_mut() {
                 p.silence();
@@ -324,7 +358,7 @@ impl Driver for AlsaDriver {
     /// Decodes one capture channel of this period. Real-time safe.
     fn capture(&mut self, channel: usize, dst: &mut [f32]) {
         match self.capture.as_ref() {
-            Some(c) if self.lost.is_none() => c.decode(channel, dst),
+            Some(c) if !self.off_device() => c.decode(channel, dst),
             _ => dst.fill(0.0),
         }
     }
@@ -339,7 +373,7 @@ impl Driver for AlsaDriver {
     /// Writes this cycle's playback period to the device. Real-time safe.
     fn flush(&mut self) {
         self.flushed = true;
-        if self.lost.is_some() {
+        if self.off_device() {
             return;
         }
         if let Some(p) = self.playback.as_mut() {

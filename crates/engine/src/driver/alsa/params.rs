@@ -77,9 +77,22 @@ pub fn open_pcm(name: &str, dir: Direction, cfg: &AlsaConfig) -> Result<(PCM, Ne
             format!("cannot open {what} device {name}: {e}")
         }
     })?;
-    let neg = hw_params(&pcm, name, dir, cfg)?;
-    sw_params(&pcm, cfg).map_err(|e| format!("{name} ({what}): software parameters: {e}"))?;
+    let neg = configure(&pcm, name, dir, cfg)?;
     Ok((pcm, neg))
+}
+
+/// Sets the hardware and software parameters of the open PCM `pcm` (again,
+/// after a period change: alsa-lib frees the old setup first). Not real-time.
+pub fn configure(
+    pcm: &PCM,
+    name: &str,
+    dir: Direction,
+    cfg: &AlsaConfig,
+) -> Result<Negotiated, String> {
+    let neg = hw_params(pcm, name, dir, cfg)?;
+    sw_params(pcm, cfg)
+        .map_err(|e| format!("{name} ({}): software parameters: {e}", dir_name(dir)))?;
+    Ok(neg)
 }
 
 fn hw_params(

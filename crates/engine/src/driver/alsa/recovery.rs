@@ -37,10 +37,10 @@ pub fn classify(e: &alsa::Error) -> Fault {
 
 /// Opens and negotiates both directions (not real-time).
 pub fn open_streams(cfg: &AlsaConfig) -> Result<(Option<Stream>, Option<Stream>), String> {
-    let period = cfg.period as usize;
+    let (period, max) = (cfg.period as usize, cfg.max_period as usize);
     let open = |name: &Option<String>, dir| -> Result<Option<Stream>, String> {
         name.as_deref()
-            .map(|n| open_pcm(n, dir, cfg).map(|(pcm, neg)| Stream::new(pcm, neg, period)))
+            .map(|n| open_pcm(n, dir, cfg).map(|(pcm, neg)| Stream::new(pcm, neg, period, max)))
             .transpose()
     };
     let capture = open(&cfg.capture, Direction::Capture)?;
@@ -224,6 +224,7 @@ mod tests {
             shorts: false,
             format: None,
             access: AccessMode::Auto,
+            max_period: 1024,
         })
         .expect("alsa-lib's null PCM")
     }
