@@ -129,8 +129,11 @@ impl PeriodControl {
         match verdict {
             Ok(()) => self.state.store(DONE, Ordering::Release),
             Err(why) => {
-                // The requester sleeps until REFUSED: nobody holds the lock.
-                *self.lock_refusal() = why;
+                // The requester only locks after REFUSED: never contended
+                // (and never waited for here).
+                if let Ok(mut r) = self.refusal.try_lock() {
+                    *r = why;
+                }
                 self.state.store(REFUSED, Ordering::Release);
             }
         }
@@ -253,5 +256,91 @@ impl AlsaDriver {
         }
         self.flushed = true;
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::clock::{Clock, SimClock};
+    use crate::driver::alsa::{AccessMode, AlsaConfig};
+    use crate::driver::{Driver, Period};
+    use std::sync::Arc;
+
+    fn null_driver(max_period: u32) -> AlsaDriver {
+        AlsaDriver::open(AlsaConfig {
+            capture: Some("null".into()),
+            playback: Some("null".into()),
+            rate: 48000,
+            period: 256,
+            periods: 2,
+            in_channels: 2,
+            out_channels: 2,
+            in_latency: 0,
+            out_latency: 0,
+            soft: false,
+            shorts: false,
+            format: None,
+            access: AccessMode::Auto,
+            max_period,
+        })
+        .expect("alsa-lib's null PCM")
+    }
+
+    fn period(frames: u32) -> Period {
+        Period {
+            frames,
+            rate: 48000,
+            freewheel: false,
+        }
+    }
+
+    /// Asks for `frames` on a control thread while the driver runs cycles
+    /// at `engine_frames`; returns the verdict.
+    fn ask(d: &mut AlsaDriver, clock: &SimClock, frames: u32, engine: u32) -> Result<(), String> {
+        let ctl: Arc<PeriodControl> = d.period_control();
+        let asker = std::thread::spawn(move || ctl.request(frames, Duration::from_secs(5)));
+        while !asker.is_finished() {
+            d.wait(clock, period(engine)).unwrap();
+        }
+        asker.join().unwrap()
+    }
+
+    #[test]
+    fn the_device_runs_at_the_new_period_once_the_engine_does() {
+        let mut d = null_driver(1024);
+        let clock = SimClock::new(1_000_000_000);
+        d.start(clock.now_ns()).unwrap();
+        ask(&mut d, &clock, 128, 256).expect("null takes 128 frames");
+        assert_eq!(d.cfg.period, 128);
+        assert_eq!(d.latencies().playback_frames, 0);
+        // Until the engine runs at 128, cycles run on the clock in silence.
+        let w0 = d.wait(&clock, period(256)).unwrap();
+        let w1 = d.wait(&clock, period(256)).unwrap();
+        assert!(d.switching.is_some());
+        assert_eq!(
+            w1.start_ns - w0.start_ns,
+            resound_shm::time::frames_to_ns(256, 48000)
+        );
+        let mut x = [1.0f32; 256];
+        d.capture(0, &mut x);
+        assert_eq!(x, [0.0; 256]);
+        // The engine at 128: the device is started and used again.
+        d.wait(&clock, period(128)).unwrap();
+        assert!(d.switching.is_none());
+        assert_eq!(d.capture.as_ref().unwrap().period, 128);
+        d.wait(&clock, period(128)).unwrap();
+    }
+
+    #[test]
+    fn a_period_beyond_the_buffers_is_refused_and_the_old_one_kept() {
+        let mut d = null_driver(512);
+        let clock = SimClock::new(1_000_000_000);
+        d.start(clock.now_ns()).unwrap();
+        let err = ask(&mut d, &clock, 2048, 256).expect_err("2048 > 512");
+        assert!(err.contains("2048"), "{err}");
+        assert_eq!(d.cfg.period, 256);
+        assert!(d.switching.is_none() && d.lost.is_none());
+        d.wait(&clock, period(256)).unwrap();
     }
 }
