@@ -152,7 +152,8 @@ impl Stream {
         let base = self.scratch.as_mut_ptr();
         for (c, p) in self.ptrs.0.iter_mut().enumerate() {
             // SAFETY: c < device_channels and done < period, so the offset
-            // stays inside the scratch block of device_channels * period * b.
+            // stays inside the scratch block of device_channels * period * b
+            // (the scratch holds at least that: see `new` and `set_period`).
             *p = unsafe { base.add((c * self.period + done) * b) };
         }
     }
