@@ -41,6 +41,11 @@
  *       capture_file "/path/in.raw"
  *       capture_loop false
  *       paced true                    # false: no timer, never blocks
+ *       period_bytes_max 1048576      # the longest period offered (bytes)
+ *       access "both"                 # "rw", "mmap" or "both": the access
+ *                                     # types offered (mmap: alsa-lib's
+ *                                     # ioplug keeps the mmap buffer and
+ *                                     # calls `transfer` at commit/begin)
  *   }
  *   pcm_type.resoundtest { lib "/path/libasound_module_pcm_resoundtest.so" }
  *
@@ -555,9 +560,14 @@ static const snd_pcm_ioplug_callback_t rt_callback = {
 
 /* ---- configuration and open ------------------------------------------ */
 
+/* Access types the card offers (the `access` field). */
+enum rt_access { ACCESS_BOTH, ACCESS_RW, ACCESS_MMAP };
+
 struct rt_conf {
 	const char *control, *playback_file, *capture_file;
 	int capture_loop, paced;
+	enum rt_access access;
+	long period_bytes_max;
 	long channels_min, channels_max;
 	unsigned int rates[MAX_LIST], n_rates;
 	unsigned int formats[MAX_LIST], n_formats;
@@ -592,6 +602,26 @@ static int conf_list(snd_config_t *n, bool formats, unsigned int *out, unsigned 
 	return 0;
 }
 
+/* Reads the `access` field: "rw", "mmap" or "both". */
+static int conf_access(snd_config_t *n, enum rt_access *out)
+{
+	const char *s;
+
+	if (snd_config_get_string(n, &s) < 0)
+		return -EINVAL;
+	if (!strcmp(s, "both"))
+		*out = ACCESS_BOTH;
+	else if (!strcmp(s, "rw"))
+		*out = ACCESS_RW;
+	else if (!strcmp(s, "mmap"))
+		*out = ACCESS_MMAP;
+	else {
+		SNDERR("resoundtest: access must be rw, mmap or both, not %s", s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 /* Reads one field of the PCM's block; -EINVAL for unknown or bad ones. */
 static int conf_field(snd_config_t *n, const char *id, struct rt_conf *c)
 {
@@ -607,6 +637,10 @@ static int conf_field(snd_config_t *n, const char *id, struct rt_conf *c)
 		return (c->capture_loop = snd_config_get_bool(n)) < 0 ? -EINVAL : 0;
 	if (!strcmp(id, "paced"))
 		return (c->paced = snd_config_get_bool(n)) < 0 ? -EINVAL : 0;
+	if (!strcmp(id, "access"))
+		return conf_access(n, &c->access);
+	if (!strcmp(id, "period_bytes_max"))
+		return snd_config_get_integer(n, &c->period_bytes_max);
 	if (!strcmp(id, "channels_min"))
 		return snd_config_get_integer(n, &c->channels_min);
 	if (!strcmp(id, "channels_max"))
@@ -631,6 +665,7 @@ static int parse_conf(snd_config_t *conf, struct rt_conf *c)
 	c->paced = 1;
 	c->channels_min = 1;
 	c->channels_max = MAX_LIST;
+	c->period_bytes_max = 1 << 20;
 	snd_config_for_each(i, next, conf) {
 		snd_config_t *n = snd_config_iterator_entry(i);
 		const char *id;
@@ -641,6 +676,10 @@ static int parse_conf(snd_config_t *conf, struct rt_conf *c)
 			SNDERR("resoundtest: bad value for %s", id);
 			return -EINVAL;
 		}
+	}
+	if (c->period_bytes_max < 64 || c->period_bytes_max > (1 << 20)) {
+		SNDERR("resoundtest: period_bytes_max must be within 64..%d", 1 << 20);
+		return -EINVAL;
 	}
 	if (c->channels_min < 1 || c->channels_max > MAX_LIST || c->channels_min > c->channels_max) {
 		SNDERR("resoundtest: channels must be within 1..%d", MAX_LIST);
@@ -659,17 +698,21 @@ static int set_constraints(rt_t *rt, const struct rt_conf *c)
 		SND_PCM_ACCESS_RW_INTERLEAVED, SND_PCM_ACCESS_RW_NONINTERLEAVED,
 		SND_PCM_ACCESS_MMAP_INTERLEAVED, SND_PCM_ACCESS_MMAP_NONINTERLEAVED,
 	};
+	/* rw: the first two; mmap: the last two; both: all four. */
+	const unsigned int *offered = c->access == ACCESS_MMAP ? access + 2 : access;
+	unsigned int n_offered = c->access == ACCESS_BOTH ? 4 : 2;
 	snd_pcm_ioplug_t *io = &rt->io;
 	int err;
 
-	if ((err = snd_pcm_ioplug_set_param_list(io, SND_PCM_IOPLUG_HW_ACCESS, 4, access)) < 0 ||
+	if ((err = snd_pcm_ioplug_set_param_list(io, SND_PCM_IOPLUG_HW_ACCESS, n_offered,
+						 offered)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_list(io, SND_PCM_IOPLUG_HW_FORMAT, c->n_formats,
 						 c->formats)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_CHANNELS,
 						   (unsigned int)c->channels_min,
 						   (unsigned int)c->channels_max)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIOD_BYTES, 64,
-						   1 << 20)) < 0 ||
+						   (unsigned int)c->period_bytes_max)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_BUFFER_BYTES, 128,
 						   16 << 20)) < 0 ||
 	    (err = snd_pcm_ioplug_set_param_minmax(io, SND_PCM_IOPLUG_HW_PERIODS, 2, 1024)) < 0)

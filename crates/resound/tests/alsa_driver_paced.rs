@@ -13,12 +13,13 @@ mod common;
 use common::{skip_missing_tool, TestDir};
 use resound_client::prelude::*;
 use resound_client::Event;
-use resound_lab::harness::alsa::{self, AlsaCard, AlsaSpec, Fault};
+use resound_lab::harness::alsa::{self, AlsaCard, AlsaSpec, CardAccess, Fault};
 use resound_lab::harness::{Bins, ChildOptions, Server, ServerSpec, StderrMode};
 use resound_protocol::wire::Status;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
 const RATE: u32 = 48_000;
@@ -41,10 +42,15 @@ fn has_alsa_driver(test: &str) -> bool {
 
 /// Installs the card (SKIP printed when the compiler or headers are missing).
 fn card(test: &str, dir: &Path) -> Option<AlsaCard> {
+    card_with(test, dir, &AlsaSpec::default())
+}
+
+/// Installs the card as `spec` says (SKIP printed as for [`card`]).
+fn card_with(test: &str, dir: &Path, spec: &AlsaSpec) -> Option<AlsaCard> {
     if !has_alsa_driver(test) {
         return None;
     }
-    match AlsaCard::install(dir, &AlsaSpec::default()) {
+    match AlsaCard::install(dir, spec) {
         Ok(c) => Some(c),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             skip_missing_tool(test, &e.to_string());
@@ -210,6 +216,12 @@ fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
         "the client keeps running at the card's rate without it: {} cycles in 1 s",
         b - a
     );
+    // The card is looked for on a helper thread, not on the driver thread.
+    assert!(
+        threads(srv.pid()).iter().any(|n| n == REOPEN_THREAD),
+        "a {REOPEN_THREAD} thread looks for the card: {:?}",
+        threads(srv.pid())
+    );
     card.inject(Fault::Return).unwrap();
     // The driver retries every second; once back on the card, an xrun the
     // card injects reaches the clients (only an open card can report one).
@@ -231,6 +243,24 @@ fn a_vanished_card_keeps_clients_running_and_is_resumed_on() {
         (got / want - 1.0).abs() <= 0.05,
         "paced by the card again: {got:.1}/s"
     );
+    assert!(
+        !threads(srv.pid()).iter().any(|n| n == REOPEN_THREAD),
+        "the {REOPEN_THREAD} thread ended once the card was back"
+    );
+}
+
+/// The reopen helper's thread name (see `resound_engine`'s ALSA driver).
+const REOPEN_THREAD: &str = "resound-reopen";
+
+/// Names of the threads of process `pid`.
+fn threads(pid: u32) -> Vec<String> {
+    std::fs::read_dir(format!("/proc/{pid}/task"))
+        .map(|d| {
+            d.filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[test]
@@ -266,49 +296,112 @@ fn a_refused_rate_fails_at_start_naming_the_supported_rates() {
     );
 }
 
-/// Checks that every non-silent sample of `out` is `input` (looping) at one
-/// offset. The offset may change across silence (a stream restart after an
-/// xrun prefills silence) and, when `xruns` says the device had some, at a
-/// period boundary (a period lost or repeated in the recovery). Returns how
-/// many samples matched.
-fn matched_samples(input: &[i16], out: &[i16], xruns: bool) -> usize {
+/// What [`check_continuity`] found.
+#[derive(Debug, Default)]
+struct Continuity {
+    /// Samples that are input samples in their place.
+    matched: usize,
+    /// Skips ahead at a period boundary (capture data dropped).
+    gaps: usize,
+    /// Whole periods played again (a late client's output of the cycle before).
+    repeats: usize,
+}
+
+/// Checks that the non-silent samples of `out` are `input` (looping) in
+/// order: within a period each sample follows the one before; at a period
+/// boundary the stream may skip ahead (a gap: capture data dropped by a
+/// device xrun's restart), but only when `xruns` says the device had some,
+/// or go back by exactly one period (counted as a repeat: the caller
+/// decides whether a late client explains it). Silence may come between (a
+/// playback restart prefills it).
+fn check_continuity(input: &[i16], out: &[i16], xruns: bool) -> Continuity {
     let n = input.len();
     let at: std::collections::HashMap<i16, usize> =
         input.iter().enumerate().map(|(i, &x)| (x, i)).collect();
-    let mut offset: Option<usize> = None;
-    let mut matched = 0;
+    // The input position of the last sample, unwrapped (counting loops).
+    let mut last: Option<usize> = None;
+    let mut c = Continuity::default();
+    let period = PERIOD as usize;
     for (t, &v) in out.iter().enumerate() {
         if v == 0 {
-            if t > 0 && out[t - 1] != 0 {
-                offset = None; // silence: a restart may follow
-            }
             continue;
         }
         let Some(&pos) = at.get(&v) else {
             panic!("frame {t}: {v} is not an input sample");
         };
-        let synced = (t + n - pos % n) % n;
-        let mut d = *offset.get_or_insert(synced);
-        if v != input[(t + n - d) % n] && xruns && t % PERIOD as usize == 0 {
-            eprintln!("frame {t}: offset {d} -> {synced} after a device xrun");
-            d = synced;
-            offset = Some(d);
+        c.matched += 1;
+        let Some(prev) = last else {
+            last = Some(pos);
+            continue;
+        };
+        // The next input position at or after prev + 1 holding this sample.
+        let next = prev + 1 + (pos + n - (prev + 1) % n) % n;
+        let skipped = next - (prev + 1);
+        let around = &out[t.saturating_sub(4)..(t + 4).min(out.len())];
+        if skipped > 0 && n - skipped == period && t % period == 0 {
+            eprintln!("frame {t}: the period before played again");
+            c.repeats += 1;
+            last = Some(next - n);
+            continue;
         }
-        assert_eq!(
-            v,
-            input[(t + n - d) % n],
-            "frame {t}: changed on its way (offset {d}; around: {:?})",
-            &out[t.saturating_sub(4)..(t + 4).min(out.len())]
-        );
-        matched += 1;
+        if skipped > 0 {
+            assert!(
+                skipped < n / 2,
+                "frame {t}: input sample {pos} again, {} samples after its \
+                 place (around: {around:?})",
+                n - skipped
+            );
+            assert!(
+                xruns && t % PERIOD as usize == 0,
+                "frame {t}: {skipped} input samples skipped without a device \
+                 xrun or inside a period (around: {around:?})"
+            );
+            eprintln!("frame {t}: a gap of {skipped} samples after a device xrun");
+            c.gaps += 1;
+        }
+        last = Some(next);
     }
-    matched
+    c
+}
+
+/// A client of the test counting the cycles a client was reported late in.
+fn late_watcher(srv: &Server) -> (resound_client::Client, Arc<AtomicUsize>) {
+    let watcher = srv.open_client("latewatch").expect("open the watcher");
+    let late = Arc::new(AtomicUsize::new(0));
+    let count = late.clone();
+    watcher.set_notification_handler(move |_c: &resound_client::Client, n: &Event| {
+        if let Event::Xrun { late, .. } = n {
+            if !late.is_empty() {
+                count.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    (watcher, late)
 }
 
 #[test]
-fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
+fn the_paced_duplex_card_carries_audio_through_a_client_unchanged_mmap() {
+    duplex_through_a_client(
+        "the_paced_duplex_card_carries_audio_through_a_client_unchanged_mmap",
+        CardAccess::Mmap,
+        "mmap interleaved",
+    );
+}
+
+#[test]
+fn the_paced_duplex_card_carries_audio_through_a_client_unchanged_rw() {
+    duplex_through_a_client(
+        "the_paced_duplex_card_carries_audio_through_a_client_unchanged_rw",
+        CardAccess::Rw,
+        "read/write interleaved",
+    );
+}
+
+/// Audio captured from a file on the card offering `access` goes through a
+/// client into the recorded playback unchanged; the server's log names
+/// the access it chose (`chosen`).
+fn duplex_through_a_client(test: &str, access: CardAccess, chosen: &str) {
     let _serial = common::one_at_a_time();
-    let test = "the_paced_duplex_card_carries_audio_through_a_client_unchanged";
     let dir = TestDir::new("alsad", "duplex");
     if !has_alsa_driver(test) {
         return;
@@ -327,6 +420,7 @@ fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
         format: Some(alsa::SampleFormat::S16),
         capture_input: Some(input_path),
         capture_loop: true,
+        access,
         ..AlsaSpec::default()
     };
     let card = match AlsaCard::install(&dir.0, &spec) {
@@ -337,12 +431,25 @@ fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
         Err(e) => panic!("installing the test card: {e}"),
     };
     let mut srv = start(&card, alsa::PCM_DUPLEX_FILE);
+    let (_late_watcher, late) = late_watcher(&srv);
     let _pass = srv.tool("pass", &["pass"], &mut || Ok(())).expect("pass");
     let ctl = srv.try_ctl().expect("control session");
     ctl.connect_ports("system:capture_1", "pass:in").unwrap();
     ctl.connect_ports("pass:out", "system:playback_1").unwrap();
-    std::thread::sleep(Duration::from_secs(3));
-    let xruns = status(&srv).xruns > 0;
+    // A device xrun in the middle: after its recovery the capture goes on
+    // without a period delivered twice.
+    std::thread::sleep(Duration::from_millis(1500));
+    let before = status(&srv).xruns;
+    card.inject(Fault::Xrun).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let xruns = status(&srv).xruns;
+    assert!(xruns > before, "the injected xrun was counted");
+    let xruns = xruns > 0;
+    let log = srv.log().text();
+    assert!(
+        log.contains(&format!("S16, {chosen}")),
+        "the start-up line names the access ({chosen}): {log}"
+    );
     srv.stop().expect("stop resoundd");
     let rec = std::fs::read(card.playback_recording()).unwrap();
     let frames: Vec<[i16; 2]> = rec
@@ -357,13 +464,132 @@ fn the_paced_duplex_card_carries_audio_through_a_client_unchanged() {
         frames.iter().all(|f| f[1] == 0),
         "playback_2 is not connected: silence"
     );
-    let matched = matched_samples(&input, &left, xruns);
+    let c = check_continuity(&input, &left, xruns);
+    let late = late.load(Ordering::Relaxed);
     println!(
-        "{matched} samples arrived unchanged of {} recorded",
-        left.len()
+        "{} samples arrived unchanged and in order of {} recorded \
+         ({} gaps, {} periods played twice, {late} late cycles of a client)",
+        c.matched,
+        left.len(),
+        c.gaps,
+        c.repeats
     );
+    // The device's recovery never repeats a period: only a client that
+    // missed its cycle leaves its output of the cycle before in its buffer.
+    assert!(
+        c.repeats <= late,
+        "{} periods played twice but a client was late in only {late} cycles",
+        c.repeats
+    );
+    let matched = c.matched;
     assert!(
         matched >= RATE as usize,
         "at least a second of audio went through ({matched} samples)"
     );
+}
+
+/// Capture latency of system:capture_1 and playback latency of
+/// system:playback_1 (min of each range), as a client reads them.
+fn port_latencies(c: &resound_client::Client) -> (u32, u32) {
+    use resound_shm::sync::{switch, Ordering as ShmOrdering};
+    let snap = c.snapshot();
+    let view = c.view();
+    let cur = switch::cur(view.header().switch.load(ShmOrdering::Acquire));
+    let t = view.table(cur);
+    let lat = |name: &str| {
+        let id = snap.port(name).unwrap_or_else(|| panic!("no {name}")).id;
+        t.port_latency(id).unwrap()
+    };
+    (lat("system:capture_1")[0], lat("system:playback_1")[2])
+}
+
+#[test]
+fn a_buffer_size_change_reconfigures_the_card_or_is_refused_mmap() {
+    buffer_size_change(
+        "a_buffer_size_change_reconfigures_the_card_or_is_refused_mmap",
+        CardAccess::Mmap,
+    );
+}
+
+#[test]
+fn a_buffer_size_change_reconfigures_the_card_or_is_refused_rw() {
+    buffer_size_change(
+        "a_buffer_size_change_reconfigures_the_card_or_is_refused_rw",
+        CardAccess::Rw,
+    );
+}
+
+/// On the card offering `access` and periods up to 256 frames: a longer
+/// period is refused with the card's message and the server stays at 256;
+/// Debian's jack_bufsize sets 128, the card runs at it and the latencies
+/// follow.
+fn buffer_size_change(test: &str, access: CardAccess) {
+    let _serial = common::one_at_a_time();
+    let bufsize = "/usr/bin/jack_bufsize";
+    if !Path::new(bufsize).exists() {
+        return skip_missing_tool(test, "jack_bufsize missing (apt-get install jackd2)");
+    }
+    let dir = TestDir::new("alsad", "bufsize");
+    let spec = AlsaSpec {
+        access,
+        ..AlsaSpec::default()
+    };
+    let Some(card) = card_with(test, &dir.0, &spec) else {
+        return;
+    };
+    let mut srv = start(&card, alsa::PCM_SHORT_PERIODS);
+    let chosen = match access {
+        CardAccess::Rw => ", read/write interleaved",
+        _ => ", mmap interleaved",
+    };
+    assert!(srv.log().text().contains(chosen), "the card runs{chosen}");
+    let _gen = srv.tool("gen", &["counter"], &mut || Ok(())).expect("gen");
+    let me = srv.open_client("asker").expect("open a client");
+    // -n 3, async: capture one period, playback 2 + (3 - 2) periods.
+    assert_eq!(port_latencies(&me), (PERIOD, 3 * PERIOD));
+    // The card refuses periods longer than 256 frames: a clear error, and
+    // the server keeps running at 256.
+    let err = me.set_buffer_size(512).expect_err("512 frames refused");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("512") && msg.contains("refuses"),
+        "the error says what the card refused: {msg}"
+    );
+    assert_eq!(status(&srv).buffer_frames, PERIOD);
+    let got = cycle_rate(&srv, 1.0);
+    let want = RATE as f64 / PERIOD as f64;
+    assert!(
+        (got / want - 1.0).abs() <= 0.1,
+        "still paced by the card at {PERIOD} frames: {got:.1}/s"
+    );
+    // Debian's jack_bufsize through `resound run`: the card runs at 128.
+    let out = srv
+        .command(common::RESOUND.as_ref())
+        .env_remove("RESOUND_SERVER")
+        .env_remove("JACK_DEFAULT_SERVER")
+        .args(["-s", &srv.name, "run", "--", bufsize, "128"])
+        .output()
+        .expect("run jack_bufsize");
+    assert!(
+        out.status.success(),
+        "jack_bufsize 128: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(status(&srv).buffer_frames, 128);
+    assert_eq!(port_latencies(&me), (128, 3 * 128), "latencies follow");
+    let want = RATE as f64 / 128.0;
+    let mut seen = Vec::new();
+    for _ in 0..5 {
+        let (got, xrun) = window(&srv, 2.0);
+        seen.push((got, xrun));
+        if !xrun {
+            assert!(
+                (got / want - 1.0).abs() <= 0.02,
+                "{got:.1} cycles/s: the card's periods of 128 frames come {want:.1} times a second"
+            );
+            assert!(srv.exited().is_none());
+            return;
+        }
+    }
+    panic!("every window saw an xrun (machine too loaded?): {seen:?}");
 }

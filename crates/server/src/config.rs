@@ -221,6 +221,14 @@ pub struct AlsaArgs {
     /// Use only this sample format (not a jackd option; default: the best the device offers, float first).
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub format: Option<AlsaFormat>,
+    /// How periods move to and from the device (not a jackd option): auto uses mmap where the device offers it, else read/write.
+    #[arg(
+        long = "access",
+        value_enum,
+        value_name = "ACCESS",
+        default_value = "auto"
+    )]
+    pub access: AlsaAccess,
     /// Accepted for jackd compatibility; no effect (hardware monitoring).
     #[arg(short = 'H', long = "hwmon")]
     pub hwmon: bool,
@@ -252,6 +260,29 @@ pub enum AlsaFormat {
     S24,
     /// 16-bit integer.
     S16,
+}
+
+/// `--access` values of the ALSA driver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AlsaAccess {
+    /// mmap (interleaved) where the device offers it, else read/write.
+    Auto,
+    /// mmap only (refused at start-up if the device has none).
+    Mmap,
+    /// read/write only.
+    Rw,
+}
+
+impl AlsaAccess {
+    /// The driver's access mode.
+    pub fn mode(self) -> resound_engine::driver::alsa::AccessMode {
+        use resound_engine::driver::alsa::AccessMode as A;
+        match self {
+            AlsaAccess::Auto => A::Auto,
+            AlsaAccess::Mmap => A::Mmap,
+            AlsaAccess::Rw => A::Rw,
+        }
+    }
 }
 
 impl AlsaFormat {
@@ -733,6 +764,9 @@ mod tests {
             Some(AlsaFormat::S24_3)
         );
         assert!(p("resoundd -d alsa --format u8").is_err());
+        assert_eq!(alsa("resoundd -d alsa").access, AlsaAccess::Auto);
+        assert_eq!(alsa("resoundd -d alsa --access rw").access, AlsaAccess::Rw);
+        assert!(p("resoundd -d alsa --access dma").is_err());
         assert!(p("resoundd -d alsa -p 3")
             .unwrap_err()
             .to_string()

@@ -105,6 +105,8 @@ pub struct Server {
     device_latencies: resound_engine::Latencies,
     /// `-d file`: the render's start trigger and outcome.
     render: Option<Arc<resound_engine::RenderControl>>,
+    /// `-d alsa`: changes the device's period (a buffer-size request).
+    device_period: Option<Arc<resound_engine::driver::alsa::period::PeriodControl>>,
 }
 
 /// One connection: a client (with a slot) or a control/profile session.

@@ -35,6 +35,9 @@ pub const PCM_PLAYBACK_FILE: &str = "resoundtest_playback_file";
 pub const PCM_DUPLEX_FILE: &str = "resoundtest_duplex_file";
 /// The paced card offering only 48000 Hz (refusals).
 pub const PCM_48K_ONLY: &str = "resoundtest_48k";
+/// The paced card offering periods of at most 2048 bytes (256 frames of
+/// stereo float): longer periods are refused.
+pub const PCM_SHORT_PERIODS: &str = "resoundtest_short_periods";
 /// alsa-lib's `file` plugin on `null`, capture from the input file (unpaced).
 pub const PCM_FILE_CAPTURE: &str = "file_capture";
 /// alsa-lib's `file` plugin on `null`, playback to
@@ -130,6 +133,31 @@ pub struct AlsaSpec {
     pub capture_input: Option<PathBuf>,
     /// Whether capture starts again at the input's end (else silence follows).
     pub capture_loop: bool,
+    /// The access types the `resoundtest*` PCMs offer.
+    pub access: CardAccess,
+}
+
+/// The access types the test card offers (its `access` field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CardAccess {
+    /// Read/write and mmap, interleaved or not (a driver picks).
+    #[default]
+    Both,
+    /// Read/write only (`snd_pcm_readi`/`writei`, `readn`/`writen`).
+    Rw,
+    /// mmap only (`snd_pcm_mmap_begin`/`commit`).
+    Mmap,
+}
+
+impl CardAccess {
+    /// The word in the card's configuration.
+    pub fn word(self) -> &'static str {
+        match self {
+            CardAccess::Both => "both",
+            CardAccess::Rw => "rw",
+            CardAccess::Mmap => "mmap",
+        }
+    }
 }
 
 impl Default for AlsaSpec {
@@ -139,6 +167,7 @@ impl Default for AlsaSpec {
             channels: 2,
             capture_input: None,
             capture_loop: false,
+            access: CardAccess::Both,
         }
     }
 }
@@ -234,9 +263,11 @@ impl AlsaCard {
             };
             format!(
                 "pcm.{name} {{\n    type resoundtest\n    control {}\n    \
-                 formats [ {formats} ]\n    channels_min {ch}\n    channels_max {ch}\n{extra}}}\n",
+                 formats [ {formats} ]\n    channels_min {ch}\n    channels_max {ch}\n    \
+                 access \"{access}\"\n{extra}}}\n",
                 quote(&self.control),
                 ch = spec.channels,
+                access = spec.access.word(),
             )
         };
         let capture = format!(
@@ -255,6 +286,7 @@ impl AlsaCard {
         text += &card(PCM_PLAYBACK_FILE, &playback);
         text += &card(PCM_DUPLEX_FILE, &format!("{capture}{playback}"));
         text += &card(PCM_48K_ONLY, "    rates [ 48000 ]\n");
+        text += &card(PCM_SHORT_PERIODS, "    period_bytes_max 2048\n");
         text += &format!(
             "pcm.{PCM_FILE_CAPTURE} {{\n    type file\n    slave.pcm \"null\"\n    \
              file \"/dev/null\"\n    infile {}\n    format \"raw\"\n}}\n",
@@ -355,6 +387,7 @@ mod tests {
             PCM_PLAYBACK_FILE,
             PCM_DUPLEX_FILE,
             PCM_48K_ONLY,
+            PCM_SHORT_PERIODS,
             PCM_FILE_CAPTURE,
             PCM_FILE_PLAYBACK,
         ] {

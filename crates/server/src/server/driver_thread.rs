@@ -12,6 +12,7 @@ use super::sched_mode::sched_mode;
 use super::startup::DriverPorts;
 use super::Server;
 use crate::config::{Config, DriverArgs, FileArgs, OutputFormat};
+use resound_engine::driver::alsa::period::PeriodControl;
 use resound_engine::driver::file::SampleFormat;
 use resound_engine::{kind, Command, Mode, Reservations};
 use resound_engine::{AlsaConfig, AlsaDriver, Driver, Latencies};
@@ -61,6 +62,8 @@ impl Device {
                     soft: a.softmode,
                     shorts: a.shorts,
                     format: a.format.map(|f| f.sample_format()),
+                    access: a.access.mode(),
+                    max_period: caps.max_frames,
                 })?;
                 info!("ALSA: {}", d.describe());
                 Ok(Device::Alsa(Box::new(d)))
@@ -83,6 +86,14 @@ impl Device {
         match self {
             Device::Alsa(d) => d.latencies(),
             Device::Dummy | Device::File(_) => Latencies::default(),
+        }
+    }
+
+    /// `-d alsa`: the handle that changes the device's period while running.
+    pub(super) fn period_control(&self) -> Option<Arc<PeriodControl>> {
+        match self {
+            Device::Alsa(d) => Some(d.period_control()),
+            Device::Dummy | Device::File(_) => None,
         }
     }
 

@@ -62,7 +62,10 @@ impl Server {
     /// − 2 periods and `-O`; the dummy: none).
     pub(super) fn device_latency(&self) -> (u32, u32) {
         let p = self.view.header().buffer_frames.load(Ordering::Relaxed);
-        let extra = self.device_latencies;
+        let extra = match &self.device_period {
+            Some(d) => d.latencies(p),
+            None => self.device_latencies,
+        };
         let play = if self.cfg.server.sync { p } else { 2 * p };
         (p + extra.capture_frames, play + extra.playback_frames)
     }

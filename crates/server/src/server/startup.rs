@@ -73,6 +73,7 @@ impl Server {
             internals: Internals::default(),
             device_latencies: device.latencies(),
             render: device.render_control(),
+            device_period: device.period_control(),
         });
         {
             let mut st = server.lock();

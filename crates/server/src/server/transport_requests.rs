@@ -11,7 +11,7 @@ use resound_protocol::wire::{ErrorCode, Notification, Reply, Request, WireError}
 use resound_shm::limits;
 use resound_shm::sync::Ordering;
 use resound_shm::time::frames_to_ns;
-use tracing::info;
+use tracing::{info, warn};
 
 impl Server {
     /// Handles one transport or engine-setting request.
@@ -72,6 +72,19 @@ impl Server {
             ));
         }
         if h.buffer_frames.load(Ordering::Relaxed) != frames {
+            if let Some(device) = &self.device_period {
+                // A sound card is set up at the new period first; a refusal
+                // keeps the old one.
+                device
+                    .request(frames, std::time::Duration::from_secs(5))
+                    .map_err(|why| {
+                        warn!("buffer size {frames} refused: {why}");
+                        werr(
+                            ErrorCode::NotAllowed,
+                            format!("buffer size {frames}: {why}"),
+                        )
+                    })?;
+            }
             let rate = h.sample_rate.load(Ordering::Relaxed).max(1);
             // The driver reads both at its next cycle start.
             h.period_ns

@@ -12,18 +12,21 @@
 //!
 //! Files: [`params`] (open, negotiation), [`convert`] (sample formats),
 //! [`io`] (a PCM direction and its scratch), [`recovery`] (xruns, suspend,
-//! a lost device and the dummy clock meanwhile), [`busy`] (who holds a busy
-//! device), [`devices`] (`resound devices`).
+//! a lost device and the dummy clock meanwhile), [`reopen`] (the helper
+//! thread looking for a lost device), [`busy`] (who holds a busy device),
+//! [`devices`] (`resound devices`).
 //!
-//! Runs on the driver thread (real-time) once opened; opening and reopening
-//! a lost device are not real-time (they allocate and are rare).
+//! Runs on the driver thread (real-time) once opened; opening happens on
+//! the thread starting the server, reopening a lost device on the helper.
 
 pub mod busy;
 pub mod convert;
 pub mod devices;
 pub mod io;
 pub mod params;
+pub mod period;
 pub mod recovery;
+pub mod reopen;
 
 use super::{Driver, Fault, Latencies, Period, Wake};
 use crate::clock::Clock;
@@ -31,6 +34,7 @@ use crate::driver::pace::Pacer;
 use alsa::poll::Descriptors;
 use io::Stream;
 use resound_shm::time::frames_to_ns;
+use std::sync::Arc;
 
 /// The ALSA driver's options (jackd's `-d alsa` options).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +63,34 @@ pub struct AlsaConfig {
     pub shorts: bool,
     /// Use only this sample format (None: the best the device offers).
     pub format: Option<convert::SampleFormat>,
+    /// How periods are transferred (mmap where offered, by default).
+    pub access: AccessMode,
+    /// The longest period the server allows (its buffers' size): a period
+    /// change up to it allocates nothing.
+    pub max_period: u32,
+}
+
+/// How the driver moves periods to and from the device (`--access`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum AccessMode {
+    /// mmap (interleaved) where the device offers it, else read/write.
+    #[default]
+    Auto,
+    /// mmap only: a device without it is refused at start-up.
+    Mmap,
+    /// read/write only (interleaved, else non-interleaved).
+    Rw,
+}
+
+impl AccessMode {
+    /// The option's word (`auto`, `mmap`, `rw`).
+    pub fn word(self) -> &'static str {
+        match self {
+            AccessMode::Auto => "auto",
+            AccessMode::Mmap => "mmap",
+            AccessMode::Rw => "rw",
+        }
+    }
 }
 
 /// State while the device is gone: cycles run on the clock.
@@ -67,8 +99,6 @@ struct Lost {
     /// Paces the cycles on the engine's clock (as the dummy driver does);
     /// started at the first cycle without the device.
     pacer: Option<Pacer>,
-    /// When to try reopening the device next (ns).
-    retry: u64,
 }
 
 /// The ALSA driver.
@@ -88,6 +118,12 @@ pub struct AlsaDriver {
     lost: Option<Lost>,
     /// The device came back since the engine last asked.
     resumed: bool,
+    /// Looks for a lost device on a helper thread.
+    reopener: reopen::Reopener,
+    /// Period changes asked by the control side.
+    period_ctl: Arc<period::PeriodControl>,
+    /// Set while the device waits for the engine to run at its new period.
+    switching: Option<Lost>,
 }
 
 impl AlsaDriver {
@@ -111,10 +147,28 @@ impl AlsaDriver {
             flushed: false,
             lost: None,
             resumed: false,
+            reopener: reopen::Reopener::new(recovery::RETRY),
+            period_ctl: Arc::new(period::PeriodControl::new(
+                cfg.periods,
+                cfg.in_latency,
+                cfg.out_latency,
+            )),
+            switching: None,
             cfg,
         };
         d.refill_fds();
+        d.fds.reserve(2 * d.fds.len().max(4));
         Ok(d)
+    }
+
+    /// The control side's handle to change the period while running.
+    pub fn period_control(&self) -> Arc<period::PeriodControl> {
+        self.period_ctl.clone()
+    }
+
+    /// Whether cycles run without the device (lost, or changing period).
+    fn off_device(&self) -> bool {
+        self.lost.is_some() || self.switching.is_some()
     }
 
     /// Channels given capture ports.
@@ -139,11 +193,12 @@ impl AlsaDriver {
     pub fn describe(&self) -> String {
         let one = |s: &Option<Stream>, name: &Option<String>, what: &str| match (s, name) {
             (Some(s), Some(n)) => format!(
-                "{what} {n}: {} ch ({} used), {:?}{}, {}",
+                "{what} {n}: {} ch ({} used), {:?}{}, {} {}",
                 s.neg.device_channels,
                 s.neg.channels,
                 s.neg.encoding.format,
                 if s.neg.encoding.big_endian { " BE" } else { "" },
+                if s.neg.mmap { "mmap" } else { "read/write" },
                 if s.neg.interleaved {
                     "interleaved"
                 } else {
@@ -162,7 +217,9 @@ impl AlsaDriver {
         )
     }
 
-    /// Collects both PCMs' poll descriptors (not real-time: may grow `fds`).
+    /// Collects both PCMs' poll descriptors. Real-time safe once `fds` has
+    /// the capacity (reserved at open for the same device: a reopened one
+    /// has as many descriptors).
     fn refill_fds(&mut self) {
         self.fds.clear();
         for s in [&self.capture, &self.playback].into_iter().flatten() {
@@ -242,19 +299,31 @@ impl Driver for AlsaDriver {
         .map_err(|e| recovery::classify(&e))
     }
 
-    /// Stops both PCMs.
+    /// Stops both PCMs (and the reopen helper, if the device is lost).
+    /// Not real-time.
     fn stop(&mut self) {
+        self.reopener.stop();
         for s in [&self.capture, &self.playback].into_iter().flatten() {
             let _ = s.pcm.drop();
         }
     }
 
     /// Writes silence if this cycle had no playback, then polls the device
-    /// for the next period and reads the capture. Real-time safe (but for
-    /// reopening a lost device, once a second).
+    /// for the next period and reads the capture; while the device is lost,
+    /// paces on the clock and takes the device once the helper reopened it.
+    /// Real-time safe.
     fn wait(&mut self, clock: &dyn Clock, period: Period) -> Result<Wake, Fault> {
         if let Some(f) = self.pending.take() {
             return Err(f);
+        }
+        if self.lost.is_some() {
+            return Ok(self.wait_lost(clock, period));
+        }
+        self.check_period_request();
+        if self.switching.is_some() {
+            if let Some(w) = self.wait_switching(clock, period) {
+                return Ok(w);
+            }
         }
         if self.lost.is_some() {
             return Ok(self.wait_lost(clock, period));
@@ -273,6 +342,9 @@ impl Driver for AlsaDriver {
         if let Some(c) = self.capture.as_mut() {
             c.read_period().map_err(|e| recovery::classify(&e))?;
         }
+        if let Some(p) = self.playback.as_mut() {
+            p.map_period().map_err(|e| recovery::classify(&e))?;
+        }
         let now = clock.now_ns();
         Ok(Wake {
             start_ns: now,
@@ -286,7 +358,7 @@ impl Driver for AlsaDriver {
     /// Decodes one capture channel of this period. Real-time safe.
     fn capture(&mut self, channel: usize, dst: &mut [f32]) {
         match self.capture.as_ref() {
-            Some(c) if self.lost.is_none() => c.decode(channel, dst),
+            Some(c) if !self.off_device() => c.decode(channel, dst),
             _ => dst.fill(0.0),
         }
     }
@@ -301,7 +373,7 @@ impl Driver for AlsaDriver {
     /// Writes this cycle's playback period to the device. Real-time safe.
     fn flush(&mut self) {
         self.flushed = true;
-        if self.lost.is_some() {
+        if self.off_device() {
             return;
         }
         if let Some(p) = self.playback.as_mut() {
@@ -325,8 +397,9 @@ impl Driver for AlsaDriver {
     }
 
     /// Xrun: prepare, prefill, restart; suspend: resume (or prepare); a lost
-    /// device: cycles go on on the clock and the device is retried every
-    /// second. Never fails: the graph keeps running.
+    /// device: cycles go on on the clock and a helper thread retries the
+    /// device every second (spawned here, once per loss). Never fails: the
+    /// graph keeps running.
     fn recover(&mut self, fault: Fault) -> Result<(), Fault> {
         self.recover_from(fault);
         Ok(())

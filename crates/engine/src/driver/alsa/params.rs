@@ -1,5 +1,6 @@
 //! Opening a PCM and negotiating its hardware and software parameters:
-//! access (interleaved or not), sample format (best first, or 16-bit first
+//! access (mmap interleaved where offered, else read/write interleaved or
+//! not; `--access` narrows the choice), sample format (best first, or 16-bit first
 //! with `-S`), channels, the asked rate and period exactly (else an error
 //! naming what the device supports), and `-n` periods of buffer.
 //!
@@ -8,7 +9,7 @@
 
 use super::busy::busy_message;
 use super::convert::{Encoding, SampleFormat};
-use super::AlsaConfig;
+use super::{AccessMode, AlsaConfig};
 use alsa::pcm::{Access, Format, HwParams, SwParams, PCM};
 use alsa::{Direction, ValueOr};
 
@@ -27,6 +28,8 @@ pub struct Negotiated {
     pub encoding: Encoding,
     /// Interleaved access (else one buffer per channel).
     pub interleaved: bool,
+    /// mmap access (`snd_pcm_mmap_begin`/`commit`; else read/write).
+    pub mmap: bool,
     /// Channels the device runs with (at least the ports').
     pub device_channels: u32,
     /// Channels given ports.
@@ -74,9 +77,22 @@ pub fn open_pcm(name: &str, dir: Direction, cfg: &AlsaConfig) -> Result<(PCM, Ne
             format!("cannot open {what} device {name}: {e}")
         }
     })?;
-    let neg = hw_params(&pcm, name, dir, cfg)?;
-    sw_params(&pcm, cfg).map_err(|e| format!("{name} ({what}): software parameters: {e}"))?;
+    let neg = configure(&pcm, name, dir, cfg)?;
     Ok((pcm, neg))
+}
+
+/// Sets the hardware and software parameters of the open PCM `pcm` (again,
+/// after a period change: alsa-lib frees the old setup first). Not real-time.
+pub fn configure(
+    pcm: &PCM,
+    name: &str,
+    dir: Direction,
+    cfg: &AlsaConfig,
+) -> Result<Negotiated, String> {
+    let neg = hw_params(pcm, name, dir, cfg)?;
+    sw_params(pcm, cfg)
+        .map_err(|e| format!("{name} ({}): software parameters: {e}", dir_name(dir)))?;
+    Ok(neg)
 }
 
 fn hw_params(
@@ -88,16 +104,7 @@ fn hw_params(
     let what = dir_name(dir);
     let err = |m: String| format!("{name} ({what}): {m}");
     let hw = HwParams::any(pcm).map_err(|e| err(format!("no hardware parameters: {e}")))?;
-    let interleaved = if hw.set_access(Access::RWInterleaved).is_ok() {
-        true
-    } else {
-        hw.set_access(Access::RWNonInterleaved).map_err(|e| {
-            err(format!(
-                "offers neither interleaved nor non-interleaved read/write access: {e}"
-            ))
-        })?;
-        false
-    };
+    let (interleaved, mmap) = set_access(&hw, cfg.access).map_err(err)?;
     let encoding = format_order(cfg.shorts, cfg.format)
         .into_iter()
         .find(|(f, _)| hw.test_format(*f).is_ok())
@@ -125,9 +132,46 @@ fn hw_params(
     Ok(Negotiated {
         encoding,
         interleaved,
+        mmap,
         device_channels,
         channels,
     })
+}
+
+/// The access types to try for `mode`, best first: (access, interleaved, mmap).
+/// mmap is used interleaved only: the `alsa` crate's safe mmap transfer
+/// (`IO::mmap`) hands over one interleaved area.
+fn access_order(mode: AccessMode) -> &'static [(Access, bool, bool)] {
+    const MMAP: (Access, bool, bool) = (Access::MMapInterleaved, true, true);
+    const RW_I: (Access, bool, bool) = (Access::RWInterleaved, true, false);
+    const RW_N: (Access, bool, bool) = (Access::RWNonInterleaved, false, false);
+    match mode {
+        AccessMode::Auto => &[MMAP, RW_I, RW_N],
+        AccessMode::Mmap => &[MMAP],
+        AccessMode::Rw => &[RW_I, RW_N],
+    }
+}
+
+/// Sets the first access type of `mode`'s order the device offers;
+/// returns (interleaved, mmap).
+fn set_access(hw: &HwParams, mode: AccessMode) -> Result<(bool, bool), String> {
+    let order = access_order(mode);
+    order
+        .iter()
+        .find(|(a, _, _)| hw.test_access(*a).is_ok())
+        .map(|&(a, interleaved, mmap)| {
+            hw.set_access(a)
+                .map(|()| (interleaved, mmap))
+                .map_err(|e| format!("access {a:?}: {e}"))
+        })
+        .unwrap_or_else(|| {
+            let tried: Vec<String> = order.iter().map(|(a, _, _)| format!("{a:?}")).collect();
+            Err(format!(
+                "offers none of the access types {} (--access {})",
+                tried.join(", "),
+                mode.word()
+            ))
+        })
 }
 
 /// (channels given ports, channels the device runs with).

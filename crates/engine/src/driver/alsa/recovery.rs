@@ -1,15 +1,19 @@
 //! Faults of the device and the way back: mapping alsa-lib errors to
 //! [`Fault`]s, restarting after an xrun (prepare, prefill, start), resuming
 //! after a suspend, and a lost device: cycles go on on the engine's clock
-//! at the same rate and period while the device is retried every second.
+//! at the same rate and period while a helper thread ([`super::reopen`])
+//! retries the device every second; a device it found is started here.
 //!
 //! Runs on the driver thread; restarting is real-time safe (no allocation
-//! in this crate; alsa-lib's prepare is a system call), reopening a lost
-//! device is not (it happens once a second at most, while there is no
-//! device to be late for).
+//! in this crate; alsa-lib's prepare is a system call). Opening the device
+//! again never happens here: [`open_streams`] runs at start-up and on the
+//! reopen helper.
 
 use super::io::Stream;
 use super::params::open_pcm;
+use super::reopen::Reopened;
+#[cfg(test)]
+use super::AccessMode;
 use super::{AlsaConfig, AlsaDriver, Lost};
 use crate::clock::Clock;
 use crate::driver::pace::Pacer;
@@ -17,8 +21,8 @@ use crate::driver::{Fault, Period, Wake};
 use alsa::pcm::State;
 use alsa::Direction;
 
-/// How often a lost device is retried (ns).
-pub const RETRY_NS: u64 = 1_000_000_000;
+/// How often a lost device is retried.
+pub const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The fault an alsa-lib error means. Real-time safe.
 pub fn classify(e: &alsa::Error) -> Fault {
@@ -33,10 +37,10 @@ pub fn classify(e: &alsa::Error) -> Fault {
 
 /// Opens and negotiates both directions (not real-time).
 pub fn open_streams(cfg: &AlsaConfig) -> Result<(Option<Stream>, Option<Stream>), String> {
-    let period = cfg.period as usize;
+    let (period, max) = (cfg.period as usize, cfg.max_period as usize);
     let open = |name: &Option<String>, dir| -> Result<Option<Stream>, String> {
         name.as_deref()
-            .map(|n| open_pcm(n, dir, cfg).map(|(pcm, neg)| Stream::new(pcm, neg, period)))
+            .map(|n| open_pcm(n, dir, cfg).map(|(pcm, neg)| Stream::new(pcm, neg, period, max)))
             .transpose()
     };
     let capture = open(&cfg.capture, Direction::Capture)?;
@@ -74,11 +78,18 @@ pub fn ready(s: &Stream, period: usize, soft: bool) -> Result<bool, Fault> {
 /// Prepares (unless `prepared`), prefills playback with `periods` periods
 /// of silence and starts the stream. Real-time safe.
 pub fn restart(
-    capture: Option<&mut Stream>,
-    playback: Option<&mut Stream>,
+    mut capture: Option<&mut Stream>,
+    mut playback: Option<&mut Stream>,
     periods: u32,
     prepare: bool,
 ) -> alsa::Result<()> {
+    // Prepared again: a period mapped before is no longer the next one.
+    for s in [capture.as_deref_mut(), playback.as_deref_mut()]
+        .into_iter()
+        .flatten()
+    {
+        s.unmap();
+    }
     if prepare {
         for s in [&capture, &playback].into_iter().flatten() {
             let _ = s.pcm.drop();
@@ -123,25 +134,29 @@ impl AlsaDriver {
         }
     }
 
-    /// The device is gone: closes it and paces on the clock from now on.
+    /// The device is gone: its streams go to the reopen helper (which
+    /// closes them and looks for the device again) and cycles are paced on
+    /// the clock from now on. Not real-time (spawns the helper, once per loss).
     fn lose(&mut self) {
-        self.capture = None;
-        self.playback = None;
+        let dead = Reopened {
+            capture: self.capture.take(),
+            playback: self.playback.take(),
+        };
         self.fds.clear();
+        let channels = (self.capture_channels, self.playback_channels);
+        self.reopener.start(self.cfg.clone(), channels, dead);
         // Timed from the first cycle on the clock (`wait_lost`).
         self.lost = Some(Lost::default());
     }
 
     /// A cycle without the device: paced on the engine's clock like the
-    /// dummy driver's ([`Pacer`], at the device's rate and period), and the
-    /// device is tried again once a second.
+    /// dummy driver's ([`Pacer`], at the device's rate and period); a device
+    /// the helper has reopened meanwhile is taken and started.
     pub(super) fn wait_lost(&mut self, clock: &dyn Clock, p: Period) -> Wake {
         let mut lost = self.lost.take().unwrap_or_default();
         let pacer = lost.pacer.get_or_insert_with(|| {
-            let now = clock.now_ns();
-            lost.retry = now + RETRY_NS;
             let mut pacer = Pacer::default();
-            pacer.start(now);
+            pacer.start(clock.now_ns());
             pacer
         });
         let wake = pacer.pace(
@@ -152,35 +167,33 @@ impl AlsaDriver {
                 freewheel: false,
             },
         );
-        let retry = lost.retry;
         self.lost = Some(lost);
-        if wake.awake_ns >= retry && !p.freewheel {
-            self.try_reopen(wake.awake_ns);
+        if !p.freewheel {
+            if let Some(device) = self.reopener.take() {
+                self.resume_on(device);
+            }
         }
         wake
     }
 
-    /// Reopens the device; on success the next cycle runs on it again.
-    fn try_reopen(&mut self, now: u64) {
-        let Ok((mut capture, mut playback)) = open_streams(&self.cfg) else {
-            if let Some(l) = self.lost.as_mut() {
-                l.retry = now + RETRY_NS;
-            }
-            return;
-        };
-        let same = capture.as_ref().map_or(0, |s| s.neg.channels) == self.capture_channels
-            && playback.as_ref().map_or(0, |s| s.neg.channels) == self.playback_channels;
-        link(capture.as_ref(), playback.as_ref());
-        let started =
-            same && restart(capture.as_mut(), playback.as_mut(), self.cfg.periods, false).is_ok();
-        if !started {
-            if let Some(l) = self.lost.as_mut() {
-                l.retry = now + RETRY_NS;
-            }
+    /// Prefills and starts a device the helper reopened; the next cycle runs
+    /// on it. If it fails to start, it is lost again (and looked for again).
+    /// Real-time safe (no allocation: the poll array keeps its capacity).
+    fn resume_on(&mut self, device: Reopened) {
+        self.capture = device.capture;
+        self.playback = device.playback;
+        let periods = self.cfg.periods;
+        if restart(
+            self.capture.as_mut(),
+            self.playback.as_mut(),
+            periods,
+            false,
+        )
+        .is_err()
+        {
+            self.lose();
             return;
         }
-        self.capture = capture;
-        self.playback = playback;
         self.refill_fds();
         self.lost = None;
         self.flushed = true;
@@ -192,6 +205,7 @@ impl AlsaDriver {
 mod tests {
     use super::*;
     use crate::clock::SimClock;
+    use crate::driver::alsa::reopen;
     use crate::driver::Driver;
 
     /// alsa-lib's `null` PCM (defined by its own configuration) both ways.
@@ -209,6 +223,8 @@ mod tests {
             soft: false,
             shorts: false,
             format: None,
+            access: AccessMode::Auto,
+            max_period: 1024,
         })
         .expect("alsa-lib's null PCM")
     }
@@ -232,19 +248,35 @@ mod tests {
         }
     }
 
+    /// Names of this process's threads.
+    fn thread_names() -> Vec<String> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|c| c.trim().to_string())
+            .collect()
+    }
+
     #[test]
-    fn a_lost_device_runs_on_the_clock_and_is_retried_every_second() {
+    fn a_lost_device_runs_on_the_clock_and_is_reopened_by_the_helper() {
         let mut d = null_driver();
+        d.reopener.retry = std::time::Duration::from_millis(100);
         let clock = SimClock::new(1_000_000_000);
         d.start(clock.now_ns()).unwrap();
+        // The device cannot be found when the helper starts looking.
+        d.cfg.capture = Some("resound_no_such_pcm".into());
         d.recover(Fault::DeviceLost).unwrap();
         assert!(d.capture.is_none() && d.lost.is_some());
-        // The device cannot be found meanwhile.
-        d.cfg.capture = Some("resound_no_such_pcm".into());
+        assert!(d.reopener.running(), "a helper looks for the device");
+        assert!(
+            thread_names().iter().any(|n| n == reopen::THREAD_NAME),
+            "the helper is named {}",
+            reopen::THREAD_NAME
+        );
         let t0 = clock.now_ns();
         let period = frames_ns(256);
         let mut x = [1.0f32; 256];
-        for k in 0..400u64 {
+        for k in 0..100u64 {
             let w = d.wait(&clock, PERIOD).unwrap();
             assert_eq!(
                 w.start_ns,
@@ -254,26 +286,36 @@ mod tests {
             d.capture(0, &mut x);
             assert_eq!(x, [0.0; 256], "silence while lost");
             assert!(!d.take_resumed());
+            std::thread::sleep(std::time::Duration::from_millis(3));
         }
-        assert!(
-            d.lost.is_some(),
-            "still lost after {} s",
-            400 * period / 1_000_000_000
-        );
-        // Back: resumed on the next retry (at most a second later).
-        d.cfg.capture = Some("null".into());
-        let mut resumed_at = None;
-        for k in 0..300u64 {
+        assert!(d.lost.is_some() && d.reopener.running(), "still lost");
+        // Stopping the driver stops the helper.
+        d.stop();
+        assert!(!d.reopener.running());
+    }
+
+    #[test]
+    fn a_device_back_is_resumed_on_from_the_helpers_hand_over() {
+        let mut d = null_driver();
+        d.reopener.retry = std::time::Duration::from_millis(50);
+        let clock = SimClock::new(1_000_000_000);
+        d.start(clock.now_ns()).unwrap();
+        d.recover(Fault::DeviceLost).unwrap();
+        let t = std::time::Instant::now();
+        let mut resumed = false;
+        while !resumed && t.elapsed() < std::time::Duration::from_secs(10) {
             d.wait(&clock, PERIOD).unwrap();
-            if d.take_resumed() {
-                resumed_at = Some(k);
-                break;
-            }
+            resumed = d.take_resumed();
+            std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        let k = resumed_at.expect("resumed within a second");
-        assert!(k * period <= RETRY_NS + period, "after {k} periods");
+        assert!(resumed, "resumed once the helper reopened the device");
         assert!(d.capture.is_some() && d.lost.is_none());
+        assert!(!d.reopener.running(), "the helper ended with the hand-over");
         d.wait(&clock, PERIOD).unwrap();
+        // A second loss starts a second helper.
+        d.recover(Fault::DeviceLost).unwrap();
+        assert!(d.reopener.running());
+        d.stop();
     }
 
     fn frames_ns(frames: u64) -> u64 {
