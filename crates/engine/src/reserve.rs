@@ -546,7 +546,7 @@ impl Reservations {
     /// CPU with everything else instead of starving it. A reservation
     /// already bounds the driver, so it stays. The client threads drop
     /// their own real-time scheduling while freewheeling (a thread leaves
-    /// SCHED_DEADLINE itself, see [`Reservations::detach`]); their
+    /// SCHED_DEADLINE itself, see `Reservations::detach`); their
     /// reservations are not touched meanwhile and are given back, as the
     /// controllers now have them, when freewheeling ends. One syscall per
     /// thread and transition. Real-time safe.

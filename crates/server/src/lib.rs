@@ -19,6 +19,7 @@ use std::sync::Arc;
 /// SIGTERM (or, `-d file`, the end of the render: then 0 once the output is
 /// finalised), returns the process exit code.
 pub fn main(argv: Vec<String>) -> i32 {
+    limit_malloc_arenas();
     let cfg = match config::parse(&argv) {
         Ok(c) => c,
         Err(e) => e.exit(),
@@ -105,4 +106,18 @@ fn wait_for_stop(signals: &mut signal_hook::iterator::Signals, server: &server::
 fn colour_on_stderr() -> bool {
     use std::io::IsTerminal;
     std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Session threads come and go with clients; glibc would give many of them
+/// an allocation arena of their own (up to eight per CPU), each keeping its
+/// memory after its thread ends. Two arenas are plenty for the control
+/// side (the real-time threads do not allocate), and keep the server's
+/// memory flat over a long run of clients joining and leaving.
+fn limit_malloc_arenas() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only sets an allocator parameter; it is called at the
+    // start of main, before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
 }
