@@ -140,3 +140,40 @@ pub fn check_private_dir(dir: &std::path::Path, group: Option<u32>) -> io::Resul
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(tag: &str, mode: u32) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("resound-paths-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir(&d).unwrap();
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(mode)).unwrap();
+        d
+    }
+
+    #[test]
+    fn only_a_private_directory_passes() {
+        let gid = rustix::process::getegid().as_raw();
+        let cases = [
+            (0o700, None, true),
+            (0o755, None, true),
+            (0o777, None, false),
+            (0o1777, None, false),
+            (0o770, None, false),
+            (0o770, Some(gid), true),
+            (0o770, Some(gid.wrapping_add(12345)), false),
+            (0o707, Some(gid), false),
+        ];
+        for (i, (mode, group, ok)) in cases.into_iter().enumerate() {
+            let d = dir(&i.to_string(), mode);
+            let r = check_private_dir(&d, group);
+            let _ = std::fs::remove_dir_all(&d);
+            assert_eq!(r.is_ok(), ok, "mode {mode:o} group {group:?}: {r:?}");
+            if let Err(e) = r {
+                assert!(e.to_string().contains("refusing to use it"), "{e}");
+            }
+        }
+    }
+}
