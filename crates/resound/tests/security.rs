@@ -395,6 +395,19 @@ fn another_user_is_refused_and_a_group_lets_its_members_in() {
         "{}",
         text(&out)
     );
+    // An unmodified JACK program (Debian's jack_lsp on resound's libjack).
+    if Path::new("/usr/bin/jack_lsp").exists() {
+        let out = as_user(&other, &srv.dir, RESOUND)
+            .args(["-s", &srv.name, "run", "--", "/usr/bin/jack_lsp"])
+            .env_remove("JACK_DEFAULT_SERVER")
+            .output()
+            .unwrap();
+        let t = text(&out);
+        assert!(!out.status.success(), "jack_lsp listed ports: {t}");
+        assert!(t.contains("may not use it"), "{t}");
+    } else {
+        common::skip_missing_tool("security", "/usr/bin/jack_lsp missing (jackd2)");
+    }
     // Its shared memory cannot be opened through /proc either.
     for fd in memfds(srv.pid()) {
         let out = as_user(&other, &srv.dir, "cat").arg(&fd).output().unwrap();
