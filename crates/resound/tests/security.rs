@@ -522,3 +522,30 @@ fn group_id(name: &str) -> u32 {
         .and_then(|g| g.trim().parse().ok())
         .unwrap_or_else(|| panic!("no group {name}"))
 }
+
+#[test]
+fn a_thread_reserved_by_one_session_is_refused_to_another() {
+    use resound_client::Requests;
+    let _serial = common::one_at_a_time();
+    let srv = Srv::start(&["-d", "dummy", "-r", "48000", "-p", "256"]);
+    let mut sleeper = Command::new("sleep").arg("30").spawn().unwrap();
+    let tid = sleeper.id() as i32;
+    let (a, b) = (srv.ctl(), srv.ctl());
+    let reserve = |s: &resound_client::ControlSession, bandwidth| {
+        s.call(Request::ReserveExternal { tid, bandwidth })
+    };
+    assert!(matches!(reserve(&a, 0.01), Ok(Reply::Ok)));
+    for bw in [0.01, 0.0] {
+        match reserve(&b, bw) {
+            Err(resound_client::Error::Server(e)) => {
+                assert_eq!(e.code, ErrorCode::NotAllowed, "{e:?}");
+                assert!(e.message.contains("another session"), "{}", e.message);
+            }
+            r => panic!("second session changed thread {tid}'s admission: {r:?}"),
+        }
+    }
+    assert!(matches!(reserve(&a, 0.0), Ok(Reply::Ok)));
+    assert!(matches!(reserve(&b, 0.01), Ok(Reply::Ok)));
+    let _ = sleeper.kill();
+    let _ = sleeper.wait();
+}

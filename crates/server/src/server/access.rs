@@ -54,8 +54,29 @@ pub(super) struct Access {
     user: String,
     /// The group let in, with its name (`--allow-group`).
     group: Option<(u32, String)>,
-    /// Last refusal logged, and refusals not logged since.
-    log: Mutex<(Option<Instant>, u64)>,
+    /// Limits the refusal log lines.
+    log: Mutex<LogLimit>,
+}
+
+/// At most one line per [`LOG_EVERY`]; the lines not written are counted
+/// and reported with the next one.
+#[derive(Debug, Default)]
+struct LogLimit {
+    last: Option<Instant>,
+    skipped: u64,
+}
+
+impl LogLimit {
+    /// Whether to write a line at `now`: Some(lines skipped since the last
+    /// one written), or None (this one is counted instead).
+    fn allow(&mut self, now: Instant) -> Option<u64> {
+        if self.last.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
+            self.skipped += 1;
+            return None;
+        }
+        self.last = Some(now);
+        Some(std::mem::take(&mut self.skipped))
+    }
 }
 
 impl Access {
@@ -76,7 +97,7 @@ impl Access {
             uid,
             user: user_name(uid),
             group,
-            log: Mutex::new((None, 0)),
+            log: Mutex::new(LogLimit::default()),
         })
     }
 
@@ -117,18 +138,17 @@ impl Access {
     /// One log line per refusal, at most one per [`LOG_EVERY`] (the others
     /// are counted in the next line).
     fn log_refusal(&self, m: &str, pid: u32) {
-        let mut g = self.log.lock().unwrap_or_else(|e| e.into_inner());
-        let now = Instant::now();
-        if g.0.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
-            g.1 += 1;
-            return;
-        }
-        let more = std::mem::take(&mut g.1);
-        g.0 = Some(now);
-        if more > 0 {
-            warn!("refused a connection from pid {pid}: {m} ({more} more refused since the last line)");
-        } else {
-            warn!("refused a connection from pid {pid}: {m}");
+        let allowed = self
+            .log
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .allow(Instant::now());
+        match allowed {
+            None => {}
+            Some(0) => warn!("refused a connection from pid {pid}: {m}"),
+            Some(more) => warn!(
+                "refused a connection from pid {pid}: {m} ({more} more refused since the last line)"
+            ),
         }
     }
 }
@@ -248,4 +268,46 @@ fn lookup_group(g: &str) -> Result<(u32, String), String> {
         ));
     }
     Ok((gr.gr_gid, g.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_lines_are_limited_and_counted() {
+        let mut l = LogLimit::default();
+        let t0 = Instant::now();
+        assert_eq!(l.allow(t0), Some(0));
+        for i in 1..=5 {
+            assert_eq!(l.allow(t0 + Duration::from_millis(100 * i)), None);
+        }
+        assert_eq!(l.allow(t0 + LOG_EVERY), Some(5));
+        assert_eq!(l.allow(t0 + LOG_EVERY + Duration::from_millis(1)), None);
+        assert_eq!(l.allow(t0 + 3 * LOG_EVERY), Some(1));
+    }
+
+    #[test]
+    fn own_and_root_threads_rule() {
+        let me = rustix::process::geteuid().as_raw();
+        let tid = rustix::thread::gettid().as_raw_nonzero().get();
+        assert!(may_reserve(me, tid).is_ok());
+        assert!(may_reserve(0, tid).is_ok());
+        assert!(may_reserve(me, -1).is_err());
+        assert!(may_reserve(me, i32::MAX)
+            .unwrap_err()
+            .starts_with("no thread"));
+        let other = me.wrapping_add(4242);
+        let e = may_reserve(other, tid).unwrap_err();
+        assert!(e.contains("another user"), "{e}");
+    }
+
+    #[test]
+    fn groups_resolve_by_name_and_number() {
+        assert_eq!(lookup_group("0").unwrap().0, 0);
+        assert_eq!(lookup_group("root").unwrap().0, 0);
+        assert!(lookup_group("no-such-group-resound")
+            .unwrap_err()
+            .contains("no group named"));
+    }
 }
