@@ -127,6 +127,7 @@ pub fn check_private_dir(dir: &std::path::Path, group: Option<u32>) -> io::Resul
             md.uid()
         ));
     }
+    check_ancestors(dir, uid).or_else(&refuse)?;
     let m = md.permissions().mode();
     if m & 0o002 != 0 {
         return refuse(format!("is writable by every user (mode {:o})", m & 0o7777));
@@ -137,6 +138,32 @@ pub fn check_private_dir(dir: &std::path::Path, group: Option<u32>) -> io::Resul
             md.gid(),
             m & 0o7777
         ));
+    }
+    Ok(())
+}
+
+/// Every directory above `dir` must be owned by us or root and, if others
+/// may write it, sticky (as `/tmp`): else someone else could rename `dir`
+/// away and put their own in its place. Err says which one and why.
+fn check_ancestors(dir: &std::path::Path, uid: u32) -> Result<(), String> {
+    let full = std::fs::canonicalize(dir).map_err(|e| e.to_string())?;
+    for a in full.ancestors().skip(1) {
+        let md = std::fs::metadata(a).map_err(|e| format!("{}: {e}", a.display()))?;
+        let m = md.permissions().mode();
+        if md.uid() != uid && md.uid() != 0 {
+            return Err(format!(
+                "its parent {} belongs to uid {}, who could replace it",
+                a.display(),
+                md.uid()
+            ));
+        }
+        if m & 0o022 != 0 && m & 0o1000 == 0 {
+            return Err(format!(
+                "its parent {} is writable by others without the sticky bit (mode {:o}), so they could replace it",
+                a.display(),
+                m & 0o7777
+            ));
+        }
     }
     Ok(())
 }
@@ -175,5 +202,19 @@ mod tests {
                 assert!(e.to_string().contains("refusing to use it"), "{e}");
             }
         }
+    }
+
+    #[test]
+    fn a_directory_others_could_replace_is_refused() {
+        let parent = dir("parent", 0o777);
+        let d = parent.join("sock");
+        std::fs::DirBuilder::new().mode(0o700).create(&d).unwrap();
+        let loose = check_private_dir(&d, None);
+        std::fs::set_permissions(&parent, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        let sticky = check_private_dir(&d, None);
+        let _ = std::fs::remove_dir_all(&parent);
+        let e = loose.unwrap_err().to_string();
+        assert!(e.contains("without the sticky bit"), "{e}");
+        assert!(sticky.is_ok(), "{sticky:?}");
     }
 }
