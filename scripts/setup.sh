@@ -27,6 +27,11 @@ if [ "${RESOUND_SETUP_TESTS:-0}" = 1 ]; then
     # The legacy-reservation experiments' interfering real-time load.
     command -v rt-app >/dev/null 2>&1 || need_apt+=(rt-app)
 
+    # useradd/groupadd and setpriv: the security tests make temporary users
+    # and run programs as them.
+    command -v useradd >/dev/null 2>&1 && command -v groupadd >/dev/null 2>&1 || need_apt+=(passwd)
+    command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+
     # aplay/arecord: the ALSA test plugin's own tests drive it with them.
     [ -x /usr/bin/aplay ] && [ -x /usr/bin/arecord ] || need_apt+=(alsa-utils)
 fi

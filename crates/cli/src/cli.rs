@@ -211,6 +211,7 @@ pub struct ReserveArgs {
 fn threads_of(id: i32) -> Result<Vec<i32>, String> {
     let status = std::fs::read_to_string(format!("/proc/{id}/status"))
         .map_err(|_| format!("no process or thread with id {id}"))?;
+    check_owner(id, &status)?;
     let tgid: i32 = status
         .lines()
         .find_map(|l| l.strip_prefix("Tgid:"))
@@ -225,6 +226,29 @@ fn threads_of(id: i32) -> Result<Vec<i32>, String> {
         .collect();
     v.sort();
     Ok(v)
+}
+
+/// A user other than root may change only its own processes' threads (the
+/// ones it could ptrace: real, effective and saved uid all its own), even
+/// with CAP_SYS_NICE.
+fn check_owner(id: i32, status: &str) -> Result<(), String> {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    let uids: Vec<u32> = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Uid:"))
+        .map(|u| {
+            u.split_whitespace()
+                .filter_map(|x| x.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    if me == 0 || (uids.len() >= 3 && uids[..3].iter().all(|&u| u == me)) {
+        return Ok(());
+    }
+    Err(format!(
+        "process or thread {id} belongs to another user (uids {uids:?}, you are uid {me}): you may reserve only your own processes' threads"
+    ))
 }
 
 fn reserve(a: ReserveArgs) -> Result<(), String> {

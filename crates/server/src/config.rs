@@ -105,6 +105,12 @@ pub struct ServerArgs {
     /// Never evict late clients (their late cycles are only counted and logged).
     #[arg(long = "no-evict")]
     pub no_evict: bool,
+    /// Also let members of GROUP (name or number) connect, as jackd's
+    /// promiscuous mode (default: only the server's user and root); socket
+    /// directory and socket become 0770/0660 of that group, never world.
+    /// Unset: `JACK_PROMISCUOUS_SERVER=GROUP` (empty: the primary group).
+    #[arg(long = "allow-group", value_name = "GROUP")]
+    pub allow_group: Option<String>,
 }
 
 /// `--sched` values.

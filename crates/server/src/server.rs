@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+mod access;
 mod client_requests;
 mod connection_requests;
 mod dispatch;
@@ -101,6 +102,8 @@ pub struct Server {
     profile: Option<Arc<ProfileSegment>>,
     /// Loaded internal clients.
     internals: Internals,
+    /// Who may connect (`--allow-group`).
+    access: access::Access,
     /// The device's latencies on top of the period (the driver's `latencies()`).
     device_latencies: resound_engine::Latencies,
     /// `-d file`: the render's start trigger and outcome.
@@ -119,6 +122,8 @@ struct Session {
     stream: UnixStream,
     /// The peer's process id (from SO_PEERCRED; 0 if unknown).
     pid: u32,
+    /// The peer's effective uid (from SO_PEERCRED).
+    uid: u32,
 }
 
 /// What the control threads share, under the state lock.

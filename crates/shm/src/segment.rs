@@ -23,10 +23,14 @@ unsafe impl Send for Segment {}
 unsafe impl Sync for Segment {}
 
 impl Segment {
-    /// Creates a zeroed, read-write, sealable memfd segment of `len` bytes.
+    /// Creates a zeroed, read-write, sealable memfd segment of `len` bytes,
+    /// close-on-exec and mode 0600.
     pub fn create(name: &str, len: usize) -> io::Result<Segment> {
         use rustix::fs::{ftruncate, memfd_create, MemfdFlags};
         let fd = memfd_create(name, MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING)?;
+        // The kernel makes a memfd 0777; nobody may open it again by path
+        // (`/proc/PID/fd/N`) but its owner. Clients get the descriptor itself.
+        rustix::fs::fchmod(&fd, rustix::fs::Mode::from_raw_mode(0o600))?;
         ftruncate(&fd, len as u64)?;
         Self::map_fd(fd, len, true)
     }

@@ -4,9 +4,13 @@
 //! `resound_engine::external`). What each session holds is remembered here
 //! and released when the session ends, so a tool that dies leaks nothing.
 //!
+//! Only threads of the caller's own user's processes may be named (see
+//! `access::may_reserve`), and a thread another session holds is refused.
+//!
 //! Threads: session threads (state lock held by the caller for the
 //! bookkeeping; the wait for the driver's answer is at most a few periods).
 
+use super::access::may_reserve;
 use super::dispatch::werr;
 use super::{Server, State};
 use resound_engine::Command;
@@ -31,8 +35,9 @@ impl Server {
                 format!("bandwidth {bandwidth}: must be between 0 and the number of CPUs"),
             ));
         }
-        if bandwidth > 0.0 && !std::path::Path::new(&format!("/proc/{tid}")).exists() {
-            return Err(werr(ErrorCode::NotFound, format!("no thread {tid}")));
+        let held = st.external.iter().any(|&(s, t)| s == id && t == tid);
+        if !(bandwidth == 0.0 && held) {
+            self.check_own_thread(st, id, tid)?;
         }
         let v = self.external_command(tid, bandwidth)?;
         if !v.ok {
@@ -49,6 +54,27 @@ impl Server {
             st.external.push((id, tid));
         }
         Ok(Reply::Ok)
+    }
+
+    /// `tid` must be a thread of a process of the session's own user (or
+    /// the session is root's), and held by no other session: else NotAllowed.
+    fn check_own_thread(&self, st: &State, id: u64, tid: i32) -> Result<(), WireError> {
+        let uid = st.sessions.get(&id).map_or(u32::MAX, |s| s.uid);
+        may_reserve(uid, tid).map_err(|m| {
+            let code = if m.starts_with("no thread") {
+                ErrorCode::NotFound
+            } else {
+                ErrorCode::NotAllowed
+            };
+            werr(code, m)
+        })?;
+        if st.external.iter().any(|&(s, t)| s != id && t == tid) {
+            return Err(werr(
+                ErrorCode::NotAllowed,
+                format!("thread {tid} is reserved by another session"),
+            ));
+        }
+        Ok(())
     }
 
     /// Releases everything session `id` held (at its end).

@@ -23,10 +23,17 @@ pub(super) struct Opening<'a> {
     pub(super) id: u64,
     /// Peer process id.
     pub(super) pid: u32,
+    /// Peer's effective user id.
+    pub(super) uid: u32,
     /// The connection.
     pub(super) stream: &'a UnixStream,
     /// Queue to the session's writer thread.
     pub(super) tx: &'a SyncSender<ServerMsg>,
+}
+
+/// Answers `Welcome::Refused` with `code` and `message` (the session then ends).
+pub(super) fn refuse(stream: &UnixStream, code: ErrorCode, message: String) {
+    let _ = wire::write_frame(&mut &*stream, &Welcome::Refused(werr(code, message)));
 }
 
 /// Reads the `Hello` (5 s timeout) and checks the protocol version; on
@@ -181,6 +188,7 @@ impl Server {
             tx: o.tx.clone(),
             stream: o.stream.try_clone().expect("clone socket"),
             pid: o.pid,
+            uid: o.uid,
         }
     }
 }

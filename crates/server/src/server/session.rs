@@ -6,10 +6,11 @@
 //! Threads: the listener thread; per session its reader thread (which takes
 //! the state lock per request) and its writer thread (which never takes it).
 
-use super::handshake::{read_hello, Opening};
+use super::access::Peer;
+use super::handshake::{read_hello, refuse, Opening};
 use super::Server;
 use resound_engine::Command;
-use resound_protocol::wire::{self, Envelope, FrameError, Reply, Request, ServerMsg};
+use resound_protocol::wire::{self, Envelope, ErrorCode, FrameError, Reply, Request, ServerMsg};
 use resound_shm::limits;
 use resound_shm::sync::Ordering;
 use resound_shm::{self as shm};
@@ -39,9 +40,11 @@ impl Server {
 
     /// A session's reader thread, from handshake to close.
     fn session(self: Arc<Self>, stream: UnixStream) {
-        let pid = rustix::net::sockopt::socket_peercred(&stream)
-            .map(|c| c.pid.as_raw_nonzero().get() as u32)
-            .unwrap_or(0);
+        let Some(peer) = Peer::of(&stream) else {
+            warn!("connection without peer credentials dropped");
+            return;
+        };
+        let pid = peer.pid;
         let id = self.next_session.fetch_add(1, Ordering::Relaxed);
         let Ok(mut rd) = stream.try_clone() else {
             return;
@@ -49,10 +52,16 @@ impl Server {
         let Some(hello) = read_hello(&stream, &mut rd, pid) else {
             return;
         };
+        // Before any answer but a refusal: is this user let in?
+        if let Err(m) = self.access.admit(&self.name, &stream, &peer) {
+            refuse(&stream, ErrorCode::NotAllowed, m);
+            return;
+        }
         let (tx, rx) = sync_channel::<ServerMsg>(limits::NOTIFY_QUEUE);
         let opening = Opening {
             id,
             pid,
+            uid: peer.uid,
             stream: &stream,
             tx: &tx,
         };

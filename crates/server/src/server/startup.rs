@@ -5,6 +5,7 @@
 //! Threads: runs on the thread that calls [`Server::start`] (the binary's
 //! main thread), before any client can connect.
 
+use super::access::Access;
 use super::driver_thread::{self, DriverStart};
 use super::{Server, State};
 use crate::config::Config;
@@ -15,7 +16,7 @@ use resound_shm::profile::{ProfileLayout, ProfileSegment};
 use resound_shm::{port_flags, Capacities, View};
 use std::collections::HashMap;
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::{Arc, Mutex};
 use tracing::{debug, warn};
@@ -33,7 +34,8 @@ impl Server {
     pub fn start(cfg: Config) -> Result<Arc<Server>, String> {
         let name = resound_protocol::paths::server_name(cfg.server.name.as_deref());
         resound_protocol::paths::check_server_name(&name)?;
-        let socket = claim_socket(&name)?;
+        let access = Access::resolve(cfg.server.allow_group.as_deref())?;
+        let socket = claim_socket(&name, access.group())?;
         let caps = capacities(&cfg);
         let (driver, commands) = DriverStart::prepare(&cfg, caps);
         let (view, mut locked) = create_view(&cfg, caps)?;
@@ -43,8 +45,7 @@ impl Server {
         }
         let device = driver_thread::Device::open(&cfg, caps)?;
         let (graph, ports) = driver_graph(device.channels(&cfg), caps)?;
-        let listener = UnixListener::bind(&socket)
-            .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+        let listener = listen_privately(&socket, access.group())?;
         let server = Arc::new(Server {
             name,
             cfg: cfg.clone(),
@@ -71,6 +72,7 @@ impl Server {
             ledger_capacity: driver.ledger.capacity(),
             profile: profile.clone(),
             internals: Internals::default(),
+            access,
             device_latencies: device.latencies(),
             render: device.render_control(),
             device_period: device.period_control(),
@@ -107,8 +109,8 @@ impl Server {
 
 /// The socket path for server `name`; refuses if a server answers there,
 /// removes a stale socket file.
-fn claim_socket(name: &str) -> Result<PathBuf, String> {
-    let dir = resound_protocol::paths::ensure_socket_dir()
+fn claim_socket(name: &str, group: Option<u32>) -> Result<PathBuf, String> {
+    let dir = resound_protocol::paths::ensure_socket_dir(group)
         .map_err(|e| format!("socket directory: {e}"))?;
     let socket = dir.join(format!("{name}.sock"));
     if socket.exists() {
@@ -121,6 +123,23 @@ fn claim_socket(name: &str) -> Result<PathBuf, String> {
         let _ = std::fs::remove_file(&socket);
     }
     Ok(socket)
+}
+
+/// Binds the socket and makes it 0600 (0660 with its group set to `group`).
+/// Nobody else can reach it in between: its directory is private (see
+/// `resound_protocol::paths::ensure_socket_dir`).
+fn listen_privately(socket: &Path, group: Option<u32>) -> Result<UnixListener, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let listener = UnixListener::bind(socket)
+        .map_err(|e| format!("cannot listen on {}: {e}", socket.display()))?;
+    let mode = if group.is_some() { 0o660 } else { 0o600 };
+    let private = std::os::unix::fs::chown(socket, None, group)
+        .and_then(|()| std::fs::set_permissions(socket, std::fs::Permissions::from_mode(mode)));
+    if let Err(e) = private {
+        let _ = std::fs::remove_file(socket);
+        return Err(format!("cannot make {} private: {e}", socket.display()));
+    }
+    Ok(listener)
 }
 
 /// Table capacities from the options (buffers hold at least 4096 frames, so
