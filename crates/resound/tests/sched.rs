@@ -565,7 +565,18 @@ fn xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream() {
     if !deadline_or_skip("xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream") {
         return;
     }
-    let srv = Srv::start(&["--sched", "deadline", "-S", "-d", "dummy", "-p", "256"]);
+    // Kept in the cycle (not evicted after the client timeout) so that
+    // its downstream keeps waiting for it.
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--no-evict",
+        "-S",
+        "-d",
+        "dummy",
+        "-p",
+        "256",
+    ]);
     let _a = srv.tool("a", &["load", "--busy", "5"]);
     let _s = srv.tool("staller", &["misbehave", "--mode", "stall"]);
     let _b = srv.tool("b", &["load", "--busy", "5"]);
