@@ -1,5 +1,5 @@
 //! `resound legacy run|attach`: adaptive SCHED_DEADLINE reservations for an
-//! unmodified process (the stand-in player `resound-tool legacy-player`),
+//! unmodified process (the stand-in player `resound-tool periodic`),
 //! with real processes and real reservations. Tests that need SCHED_DEADLINE
 //! print SKIP with the reason where it is not permitted.
 
@@ -38,7 +38,7 @@ fn opts() -> ChildOptions {
 /// A player at 25 fps with `threads` frame threads and 6 ms of work per frame.
 fn player(threads: u32, seconds: u32) -> harness::Child {
     let mut c = Command::new(TOOL);
-    c.args(["legacy-player", "--fps", "25", "--work-us", "6000"])
+    c.args(["periodic", "--fps", "25", "--work-us", "6000"])
         .args(["--threads", &threads.to_string()])
         .args(["--seconds", &seconds.to_string()]);
     let p = harness::Child::spawn(c, "player", &opts()).expect("player");
@@ -168,7 +168,7 @@ fn run_detaches_when_the_program_exits() {
             "--no-server",
             "--",
             TOOL,
-            "legacy-player",
+            "periodic",
             "--fps",
             "25",
             "--work-us",
@@ -443,11 +443,6 @@ fn perf_or_skip(test: &str) -> bool {
     }
 }
 
-/// The periodic program's frame threads (all threads but the main one).
-fn frame_threads(pid: u32) -> Vec<i32> {
-    tids(pid).into_iter().filter(|t| *t != pid as i32).collect()
-}
-
 #[test]
 fn a_rate_change_is_redetected_and_the_reservation_retuned() {
     let _serial = common::one_at_a_time();
@@ -460,10 +455,8 @@ fn a_rate_change_is_redetected_and_the_reservation_retuned() {
     c.args(["periodic", "--fps", "25", "--work-us", "2000"])
         .args(["--change-at", "5", "--new-fps", "50", "--seconds", "16"]);
     let mut p = harness::Child::spawn(c, "periodic", &opts()).expect("periodic");
-    wait_for("the frame thread", Duration::from_secs(5), || {
-        frame_threads(p.pid()).len() == 1
-    });
-    let tid = frame_threads(p.pid())[0];
+    // One frame thread: the main thread.
+    let tid = p.pid() as i32;
     let pid = p.pid().to_string();
     let mut a = legacy(
         None,

@@ -56,6 +56,8 @@ pub struct Reserved {
     pub misses: u64,
     /// The scheduling deadline and jobs started at the last period's read.
     at_tick: Option<(u64, u64, std::time::Instant)>,
+    /// Negative excess carried to the next read (ns, in [−T, 0]).
+    carry: i128,
 }
 
 /// The controller for `o` starting at budget `init_ns`, and its first
@@ -115,6 +117,7 @@ impl Reserved {
             late: 0,
             misses: 0,
             at_tick: None,
+            carry: 0,
         }))
     }
 
@@ -135,6 +138,10 @@ impl Reserved {
     /// two jobs per period needs both in its budget). `false` when the
     /// thread is gone.
     pub fn on_period(&mut self, pid: i32, period_ns: u64) -> bool {
+        // The deadline before the counters: a job that starts between the two
+        // reads then shows first as a negative excess (carried), never as a
+        // false miss.
+        let d = procfs::dl_deadline(pid, self.tid);
         let Some(c) = procfs::counters(pid, self.tid) else {
             return false;
         };
@@ -151,30 +158,36 @@ impl Reserved {
             (self.job_cpu_ns, self.jobs_pending, self.periods_pending) = (0, 0, 0);
         }
         self.at_period = c;
-        self.count_misses(pid, &c, period_ns);
+        self.count_misses(d, &c, period_ns);
         true
     }
 
     /// Counts the postponed deadlines since the last read (see the module
-    /// docs).
-    fn count_misses(&mut self, pid: i32, c: &Counters, period_ns: u64) {
+    /// docs), from the deadline `d` read just before the counters `c`.
+    fn count_misses(&mut self, d: Option<u64>, c: &Counters, period_ns: u64) {
         let now = std::time::Instant::now();
-        let Some(d) = procfs::dl_deadline(pid, self.tid).filter(|&d| d > 0) else {
+        let Some(d) = d.filter(|&d| d > 0) else {
             // Not yet under SCHED_DEADLINE, or never woken there: no deadline.
             self.at_tick = None;
             return;
         };
         let jobs = jobs_started(c);
+        let t = period_ns as i128;
         if let Some((d0, j0, t0)) = self.at_tick {
-            let t = period_ns as i128;
-            let expected = jobs.saturating_sub(j0) as i128 * t;
-            let excess = d as i128 - d0 as i128 - expected;
+            let expected = jobs as i128 - j0 as i128;
+            let excess = d as i128 - d0 as i128 - expected * t + self.carry;
+            self.carry = 0;
             if excess * 2 >= t {
                 // At most one postponement per replenishment, i.e. per period
                 // elapsed (a thread that slept for long and woke once would
                 // otherwise count its idle periods).
                 let most = (now - t0).as_nanos().div_ceil(period_ns as u128) as i128;
                 self.misses += ((excess + t / 2) / t).min(most.max(1)) as u64;
+            } else if excess < 0 {
+                // A job counted before its deadline moved: settled next time
+                // (at most a period, so a thread faster than T cannot bank
+                // credit against real misses).
+                self.carry = excess.max(-t);
             }
         }
         self.at_tick = Some((d, jobs, now));
@@ -229,7 +242,7 @@ impl Reserved {
     pub fn retune(&mut self, o: &Options, q: u64) -> u64 {
         let (ctl, b) = controller(o, q);
         self.ctl = ctl;
-        self.at_tick = None;
+        (self.at_tick, self.carry) = (None, 0);
         (self.job_cpu_ns, self.jobs_pending, self.periods_pending) = (0, 0, 0);
         b
     }
