@@ -9,7 +9,7 @@
 //! it chose: the chosen grid peak is refined (a search at δf/100 around it,
 //! then parabolic interpolation), since δf = 1 Hz is 4 % at 25 Hz; then the
 //! period is fitted by least squares over the release times assigned to
-//! integer job indices, outliers rejected ([`fit`]), so that it is found
+//! integer job indices, outliers rejected (`detect/fit.rs`), so that it is found
 //! within 1 % from 5 jobs (the paper needs about 10). And on a trace of
 //! fewer than 16 events where no peak passes K × the mean (a single late
 //! wake-up among 5 does that), the spectrum's maximum is the candidate and
@@ -60,7 +60,7 @@ pub struct Params {
     /// Refine the chosen peak below the δf grid.
     pub refine: bool,
     /// Then fit the period by least squares over the job release times
-    /// (with `refine`; see [`fit`]); on a short trace (under 16 events) with
+    /// (with `refine`; see `detect/fit.rs`); on a short trace (under 16 events) with
     /// no peak above K × mean, also take the spectrum's maximum as the
     /// candidate, leaving the decision to the confidence test.
     pub fit: bool,
