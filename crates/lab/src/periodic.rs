@@ -4,8 +4,9 @@
 //! 1/fps: it waits for the frame's release time (absolute times on
 //! CLOCK_MONOTONIC, so no drift) in the chosen blocking call, burns
 //! `--work-us` of CPU, and "shows" the frame. A late frame is shown as soon as
-//! it is ready and the next one keeps the frame grid; after more than a frame
-//! of delay the grid restarts from now, as players drop to catch up. Rates
+//! it is ready and the next one keeps the frame grid (late frames catch up);
+//! with `--drop-late`, after more than a frame of delay the grid restarts
+//! from now instead, as players drop frames to catch up. Rates
 //! per thread, a rate change mid-run, random (aperiodic) intervals, fork and
 //! exec are options. It stops after `--frames`, `--seconds` or SIGINT/SIGTERM
 //! and prints one JSON report: the first thread's inter-frame statistics at
@@ -77,6 +78,10 @@ pub struct PeriodicArgs {
     /// Add the first thread's inter-frame times (ms) to the report.
     #[arg(long)]
     pub all: bool,
+    /// A frame more than a period late restarts the frame grid from now (as
+    /// players drop frames to catch up) instead of catching up on the grid.
+    #[arg(long)]
+    pub drop_late: bool,
     /// Fork at this time: the child runs the same threads' loop until the end.
     #[arg(long)]
     pub fork_at: Option<f64>,
@@ -247,7 +252,7 @@ fn thread_loop(a: &PeriodicArgs, fps: f64, start: u64, end: u64, seed: u64) -> (
             period
         };
         next += (step as u64).max(1_000_000);
-        if now > next + period as u64 {
+        if a.drop_late && now > next + period as u64 {
             next = now;
         }
     }

@@ -38,9 +38,16 @@ fn opts() -> ChildOptions {
 /// A player at 25 fps with `threads` frame threads and 6 ms of work per frame.
 fn player(threads: u32, seconds: u32) -> harness::Child {
     let mut c = Command::new(TOOL);
-    c.args(["periodic", "--fps", "25", "--work-us", "6000"])
-        .args(["--threads", &threads.to_string()])
-        .args(["--seconds", &seconds.to_string()]);
+    c.args([
+        "periodic",
+        "--drop-late",
+        "--fps",
+        "25",
+        "--work-us",
+        "6000",
+    ])
+    .args(["--threads", &threads.to_string()])
+    .args(["--seconds", &seconds.to_string()]);
     let p = harness::Child::spawn(c, "player", &opts()).expect("player");
     wait_for("player threads", Duration::from_secs(5), || {
         tids(p.pid()).len() == threads as usize
@@ -169,6 +176,7 @@ fn run_detaches_when_the_program_exits() {
             "--",
             TOOL,
             "periodic",
+            "--drop-late",
             "--fps",
             "25",
             "--work-us",

@@ -101,6 +101,7 @@ fn spawn_player(
     let player = [
         tool.display().to_string(),
         "periodic".into(),
+        "--drop-late".into(),
         "--fps".into(),
         fps.to_string(),
         "--work-us".into(),
