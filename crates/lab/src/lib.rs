@@ -8,8 +8,9 @@
 //!   process callback runs on its real-time thread;
 //! * [`rtapp`]: a periodic real-time task that competes with the audio graph
 //!   for the CPU;
-//! * [`player`]: a stand-in for an unmodified media player (frame work,
-//!   then sleep to the next frame), for the legacy-reservation work;
+//! * [`periodic`]: a stand-in for an unmodified media player with a known
+//!   frame rate (wait for the frame, work, show), for the legacy period
+//!   detector and reservations;
 //! * [`experiment`]: runs the audio graph under each scheduling policy next
 //!   to the competing task and tabulates xruns, end-of-chain times, deadline
 //!   misses and reserved bandwidth;
@@ -21,7 +22,5 @@
 pub mod experiment;
 pub mod harness;
 pub mod periodic;
-
-pub mod player;
 pub mod rtapp;
 pub mod tools;

@@ -1,13 +1,30 @@
-//! `resound-tool periodic`: a program with a known period, for the legacy
-//! period detector and scheduler. Each of its threads releases a job every
-//! 1/fps (absolute release times on CLOCK_MONOTONIC, so no drift), burns
-//! `--work-us` of CPU, then blocks until the next release in the chosen
-//! system call. It needs no server. At the end the main thread prints one
-//! JSON report with each thread's frame (job start) times.
+//! `resound-tool periodic`: a stand-in for an unmodified multimedia program
+//! with a known frame rate (it knows nothing of reservations), for the legacy
+//! period detector and scheduler. Each of its threads renders a frame every
+//! 1/fps: it waits for the frame's release time (absolute times on
+//! CLOCK_MONOTONIC, so no drift) in the chosen blocking call, burns
+//! `--work-us` of CPU, and "shows" the frame. A late frame is shown as soon as
+//! it is ready and the next one keeps the frame grid (late frames catch up);
+//! with `--drop-late`, after more than a frame of delay the grid restarts
+//! from now instead, as players drop frames to catch up. Rates
+//! per thread, a rate change mid-run, random (aperiodic) intervals, fork and
+//! exec are options. It stops after `--frames`, `--seconds` or SIGINT/SIGTERM
+//! and prints one JSON report: the first thread's inter-frame statistics at
+//! the top level and each thread's frame (shown) times.
+//!
+//! Threads: the main thread runs the first frame loop; `--threads N` adds
+//! N − 1 more, each with its own rate.
 
 use clap::{Parser, ValueEnum};
 use serde_json::json;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
 
 /// How a thread waits for its next release.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -31,7 +48,7 @@ pub struct PeriodicArgs {
     /// Period in milliseconds (instead of --fps).
     #[arg(long, conflicts_with = "fps")]
     pub period_ms: Option<f64>,
-    /// Number of periodic threads.
+    /// Number of frame threads (the main thread is the first).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
     /// Per-thread rates (comma-separated, one per thread; overrides --fps).
@@ -52,9 +69,19 @@ pub struct PeriodicArgs {
     /// Random (exponential) intervals with the period as mean instead of a period.
     #[arg(long)]
     pub aperiodic: bool,
-    /// Run this long, in seconds.
-    #[arg(long, default_value_t = 5.0)]
-    pub seconds: f64,
+    /// Run this long, in seconds (default 5, or until --frames).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// Stop each thread after this many frames.
+    #[arg(long)]
+    pub frames: Option<u64>,
+    /// Add the first thread's inter-frame times (ms) to the report.
+    #[arg(long)]
+    pub all: bool,
+    /// A frame more than a period late restarts the frame grid from now (as
+    /// players drop frames to catch up) instead of catching up on the grid.
+    #[arg(long)]
+    pub drop_late: bool,
     /// Fork at this time: the child runs the same threads' loop until the end.
     #[arg(long)]
     pub fork_at: Option<f64>,
@@ -195,20 +222,25 @@ fn uniform(state: &mut u64) -> f64 {
     ((state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 + 1.0) / (1u64 << 53) as f64
 }
 
-/// One thread's loop: jobs from `start` to `end` (ns); returns the job start times.
+/// One thread's frame loop from `start` to `end` (ns); returns the times
+/// frames were shown.
 fn thread_loop(a: &PeriodicArgs, fps: f64, start: u64, end: u64, seed: u64) -> (i32, Vec<u64>) {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() };
     let mut w = Waiter::new(a.blocking);
-    let mut frames = Vec::with_capacity(
-        ((a.seconds + 1.0) * fps.max(a.new_fps.unwrap_or(0.0)) * 2.0) as usize + 16,
-    );
+    let expect = ((end.saturating_sub(start)) as f64 / 1e9 * fps.max(a.new_fps.unwrap_or(0.0)))
+        .min(1e6) as usize;
+    let mut shown = Vec::with_capacity(a.frames.map_or(expect, |n| n as usize).min(1 << 20) + 16);
     let change = a.change_at.map(|s| start + (s * 1e9) as u64);
     let (mut next, mut rng) = (start, seed | 1);
-    while next < end {
+    while next < end
+        && !STOP.load(Ordering::Relaxed)
+        && a.frames.is_none_or(|n| (shown.len() as u64) < n)
+    {
         w.until(next);
-        frames.push(now_ns());
         burn(a.work_us);
+        let now = now_ns();
+        shown.push(now);
         let f = match (change, a.new_fps) {
             (Some(c), Some(nf)) if next >= c => nf,
             _ => fps,
@@ -220,11 +252,18 @@ fn thread_loop(a: &PeriodicArgs, fps: f64, start: u64, end: u64, seed: u64) -> (
             period
         };
         next += (step as u64).max(1_000_000);
+        if a.drop_late && now > next + period as u64 {
+            next = now;
+        }
     }
-    (tid, frames)
+    (tid, shown)
 }
 
-fn report(pid: u32, results: &[(i32, f64, Vec<u64>)]) -> serde_json::Value {
+/// The report: the first thread's inter-frame statistics (`frames`,
+/// `period_ms`, `p50_ms`, `p90_ms`, `p95_ms`, `max_ms`, `late`: inter-frame
+/// times over 110 % of the period, `cpu_ms`: the process's CPU time,
+/// `wall_ms`) and every thread's frame times.
+fn report(a: &PeriodicArgs, results: &[(i32, f64, Vec<u64>)], wall_ns: u64) -> serde_json::Value {
     let threads: Vec<_> = results
         .iter()
         .map(|(tid, fps, f)| {
@@ -233,7 +272,51 @@ fn report(pid: u32, results: &[(i32, f64, Vec<u64>)]) -> serde_json::Value {
             json!({"tid": tid, "fps": fps, "frames": f.len(), "mean_interval_ms": mean, "frame_times_ns": f})
         })
         .collect();
-    json!({"pid": pid, "threads": threads})
+    let (fps, shown) = results
+        .first()
+        .map(|r| (r.1, r.2.as_slice()))
+        .unwrap_or((1.0, &[]));
+    let list: Vec<f64> = shown
+        .windows(2)
+        .map(|w| (w[1] - w[0]) as f64 / 1e6)
+        .collect();
+    let mut gaps = list.clone();
+    gaps.sort_by(f64::total_cmp);
+    let period_ms = 1000.0 / fps;
+    let pct = |p: f64| -> f64 {
+        if gaps.is_empty() {
+            return 0.0;
+        }
+        let i = ((p / 100.0) * gaps.len() as f64).ceil() as usize;
+        gaps[i.clamp(1, gaps.len()) - 1]
+    };
+    let mut out = json!({
+        "pid": std::process::id(),
+        "frames": shown.len(),
+        "period_ms": period_ms,
+        "p50_ms": pct(50.0),
+        "p90_ms": pct(90.0),
+        "p95_ms": pct(95.0),
+        "max_ms": gaps.last().copied().unwrap_or(0.0),
+        "late": gaps.iter().filter(|g| **g > period_ms * 1.1).count(),
+        "cpu_ms": process_cpu_ns() as f64 / 1e6,
+        "wall_ms": wall_ns as f64 / 1e6,
+        "threads": threads,
+    });
+    if a.all {
+        out["interframe_ms"] = json!(list);
+    }
+    out
+}
+
+fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn rates(a: &PeriodicArgs) -> Result<Vec<f64>, String> {
@@ -253,8 +336,21 @@ fn rates(a: &PeriodicArgs) -> Result<Vec<f64>, String> {
 /// Run the program; prints a `{"ready":..}` line at start and the report at the end.
 pub fn run(a: PeriodicArgs) -> Result<(), String> {
     let rates = rates(&a)?;
-    let start = now_ns() + 20_000_000;
-    let end = start + (a.seconds * 1e9) as u64;
+    let seconds = match (a.seconds, a.frames) {
+        (Some(s), _) if !(s > 0.0 && s.is_finite()) => {
+            return Err(format!("--seconds must be positive, not {s}"))
+        }
+        (Some(s), _) => s,
+        (None, Some(_)) => 1e6,
+        (None, None) => 5.0,
+    };
+    for sig in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: the handler only stores to an atomic (async-signal-safe).
+        unsafe { libc::signal(sig, on_signal as *const () as libc::sighandler_t) };
+    }
+    let t0 = now_ns();
+    let start = t0 + 20_000_000;
+    let end = start + (seconds * 1e9) as u64;
     println!("{}", json!({"ready": true, "pid": std::process::id()}));
     let stop_at = |s: Option<f64>| s.map(|s| start + (s * 1e9) as u64).filter(|&t| t < end);
     let (fork_at, exec_at) = (stop_at(a.fork_at), stop_at(a.exec_at));
@@ -278,30 +374,28 @@ pub fn run(a: PeriodicArgs) -> Result<(), String> {
         // SAFETY: reaping our own child.
         unsafe { libc::waitpid(child, std::ptr::null_mut(), 0) };
     }
-    println!("{}", report(std::process::id(), &results));
+    println!("{}", report(&a, &results, now_ns() - t0));
     Ok(())
 }
 
+/// Runs one frame loop per rate, the first on the calling thread; returns
+/// each thread's `(tid, rate, frame times)`, in rate order.
 fn run_threads(a: &PeriodicArgs, rates: &[f64], start: u64, end: u64) -> Vec<(i32, f64, Vec<u64>)> {
+    let seed = |i: usize| 0x9E37 + i as u64 * 7919;
     std::thread::scope(|s| {
         let hs: Vec<_> = rates
             .iter()
             .enumerate()
-            .map(|(i, &fps)| {
-                s.spawn(move || {
-                    (
-                        thread_loop(a, fps, start, end, 0x9E37 + i as u64 * 7919),
-                        fps,
-                    )
-                })
-            })
+            .skip(1)
+            .map(|(i, &fps)| s.spawn(move || (thread_loop(a, fps, start, end, seed(i)), fps)))
             .collect();
-        hs.into_iter()
-            .map(|h| {
-                let ((tid, f), fps) = h.join().expect("a periodic thread panicked");
-                (tid, fps, f)
-            })
-            .collect()
+        let (tid, f) = thread_loop(a, rates[0], start, end, seed(0));
+        let mut out = vec![(tid, rates[0], f)];
+        out.extend(hs.into_iter().map(|h| {
+            let ((tid, f), fps) = h.join().expect("a frame thread panicked");
+            (tid, fps, f)
+        }));
+        out
     })
 }
 

@@ -22,7 +22,7 @@ pub const COUNTER_MOD: u64 = 1 << 20;
     name = "resound-tool",
     version,
     about = "Real resound clients for demos, tests and benchmarks",
-    after_help = "Also, programs that are not clients: resound-tool rtapp [OPTIONS], a periodic real-time task that competes with the audio graph for the CPU; resound-tool periodic [OPTIONS], a program with a known frame rate for the legacy period detector; resound-tool legacy-player [OPTIONS], a periodic frame loop standing in for an unmodified media player. Each has its own --help."
+    after_help = "Also, programs that are not clients: resound-tool rtapp [OPTIONS], a periodic real-time task that competes with the audio graph for the CPU; resound-tool periodic [OPTIONS], a stand-in for an unmodified media player with a known frame rate (threads, blocking calls, rate change, aperiodic mode, per-frame work, frame log), for the legacy period detector and reservations. Each has its own --help."
 )]
 struct Cli {
     /// Client name.
@@ -213,33 +213,15 @@ pub fn main(argv: Vec<String>) -> i32 {
     if argv.get(1).map(String::as_str) == Some("periodic") {
         return periodic_main(argv);
     }
-    if argv.get(1).map(String::as_str) == Some("legacy-player") {
-        /// A stand-in for an unmodified media player (not a client): CPU work
-        /// per frame, then sleep to the next frame; prints its inter-frame
-        /// times as one JSON line at the end.
-        #[derive(Parser)]
-        struct PlayerCli {
-            #[command(flatten)]
-            args: crate::player::PlayerArgs,
-        }
-        let argv = std::iter::once("resound-tool legacy-player".to_string())
-            .chain(argv.into_iter().skip(2));
-        return match crate::player::run(PlayerCli::parse_from(argv).args) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("resound-tool legacy-player: {e}");
-                1
-            }
-        };
-    }
     client_main(argv)
 }
 
 /// `resound-tool periodic`: a program with a known period (not a client).
 fn periodic_main(argv: Vec<String>) -> i32 {
-    /// A program with a known period for the legacy period detector: each
-    /// thread releases a job every 1/fps, burns --work-us of CPU and blocks
-    /// in the chosen call until the next release; prints a JSON report.
+    /// A stand-in for an unmodified media player with a known frame rate:
+    /// each thread waits for its next frame in the chosen blocking call,
+    /// burns --work-us of CPU and shows the frame; prints a JSON report with
+    /// the inter-frame times.
     #[derive(Parser)]
     struct PeriodicCli {
         #[command(flatten)]

@@ -285,8 +285,17 @@ fn kernel_tracer_threads_with_different_rates_and_blocking_calls() {
 #[test]
 fn kernel_tracer_sees_new_threads_exit_fork_and_exec() {
     let _serial = common::one_at_a_time();
-    // Traced from its start: the periodic thread is created while tracing.
-    let child = tool_periodic(&["--fps", "50", "--seconds", "1", "--fork-at", "0.5"]);
+    // Traced from its start: the second frame thread is created while tracing.
+    let child = tool_periodic(&[
+        "--fps",
+        "50",
+        "--threads",
+        "2",
+        "--seconds",
+        "1",
+        "--fork-at",
+        "0.5",
+    ]);
     let Some(v) = detect_with("kernel", child.id(), "10") else {
         reap(child);
         return;

@@ -1,5 +1,5 @@
 //! `resound legacy run|attach`: adaptive SCHED_DEADLINE reservations for an
-//! unmodified process (the stand-in player `resound-tool legacy-player`),
+//! unmodified process (the stand-in player `resound-tool periodic`),
 //! with real processes and real reservations. Tests that need SCHED_DEADLINE
 //! print SKIP with the reason where it is not permitted.
 
@@ -38,9 +38,16 @@ fn opts() -> ChildOptions {
 /// A player at 25 fps with `threads` frame threads and 6 ms of work per frame.
 fn player(threads: u32, seconds: u32) -> harness::Child {
     let mut c = Command::new(TOOL);
-    c.args(["legacy-player", "--fps", "25", "--work-us", "6000"])
-        .args(["--threads", &threads.to_string()])
-        .args(["--seconds", &seconds.to_string()]);
+    c.args([
+        "periodic",
+        "--drop-late",
+        "--fps",
+        "25",
+        "--work-us",
+        "6000",
+    ])
+    .args(["--threads", &threads.to_string()])
+    .args(["--seconds", &seconds.to_string()]);
     let p = harness::Child::spawn(c, "player", &opts()).expect("player");
     wait_for("player threads", Duration::from_secs(5), || {
         tids(p.pid()).len() == threads as usize
@@ -168,7 +175,8 @@ fn run_detaches_when_the_program_exits() {
             "--no-server",
             "--",
             TOOL,
-            "legacy-player",
+            "periodic",
+            "--drop-late",
             "--fps",
             "25",
             "--work-us",
@@ -425,4 +433,162 @@ fn a_killed_tool_leaves_nothing_in_the_servers_ledger() {
     );
     let _ = resound_sched::apply(tid, &Policy::Other);
     let _ = p.stop(Duration::from_secs(5));
+}
+
+/// Whether perf tracepoint events are open to this user (root, or
+/// `kernel.perf_event_paranoid` at -1); prints `SKIP` when not.
+fn perf_or_skip(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    if root || paranoid == Some(-1) {
+        true
+    } else {
+        println!("SKIP {test}: perf tracepoint events are not permitted (perf_event_paranoid {paranoid:?}, not root)");
+        false
+    }
+}
+
+#[test]
+fn a_rate_change_is_redetected_and_the_reservation_retuned() {
+    let _serial = common::one_at_a_time();
+    let test = "a_rate_change_is_redetected_and_the_reservation_retuned";
+    if !deadline_or_skip(test) || !perf_or_skip(test) {
+        return;
+    }
+    // 25 fps for 5 s, then 50 fps: the reservation period must follow.
+    let mut c = Command::new(TOOL);
+    c.args(["periodic", "--fps", "25", "--work-us", "2000"])
+        .args(["--change-at", "5", "--new-fps", "50", "--seconds", "16"]);
+    let mut p = harness::Child::spawn(c, "periodic", &opts()).expect("periodic");
+    // One frame thread: the main thread.
+    let tid = p.pid() as i32;
+    let pid = p.pid().to_string();
+    let mut a = legacy(
+        None,
+        &[
+            "attach",
+            &pid,
+            "--period",
+            "auto",
+            "--detect-seconds",
+            "1",
+            "--redetect",
+            "2",
+            "--json",
+            "--no-server",
+        ],
+    );
+    let mut seen = Vec::new();
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(15) {
+        if let Some(t) = deadline_period(tid) {
+            if seen.last() != Some(&t) {
+                seen.push(t);
+            }
+            if (19_400_000..=20_600_000).contains(&t) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The status line after the re-tune shows it.
+    let retuned = |a: &harness::Child| {
+        status_lines(a).iter().any(|v| {
+            n(v, "retunes") >= 1 && v["period_ns"].as_u64().is_some_and(|t| t < 30_000_000)
+        })
+    };
+    let t1 = Instant::now();
+    while !retuned(&a) && t1.elapsed() < Duration::from_secs(3) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    harness::signal(a.pid(), libc::SIGINT);
+    let st = finish(&mut a);
+    let _ = p.stop(Duration::from_secs(3));
+    let log = a.log().text();
+    assert!(st.success(), "attach failed: {log}");
+    let near = |t: &u64, ms: u64| t.abs_diff(ms * 1_000_000) <= ms * 1_000_000 * 3 / 100;
+    assert!(
+        seen.first().is_some_and(|t| near(t, 40)),
+        "first reservation period not 40 ms: {seen:?}\n{log}"
+    );
+    assert!(
+        seen.last().is_some_and(|t| near(t, 20)),
+        "the reservation never moved to 20 ms: {seen:?}\n{log}"
+    );
+    assert!(
+        log.contains("period 40.0 ms -> ") && log.contains("(re-tuned)"),
+        "{log}"
+    );
+    assert!(
+        retuned(&a),
+        "no status line shows the re-tune: {:?}",
+        status_lines(&a)
+    );
+}
+
+/// `attach` a 25 fps player doing 6 ms per frame with its budget held at
+/// `budget_us`; the misses the last status line shows.
+fn misses_with_budget(budget_us: &str) -> u64 {
+    let mut p = player(1, 30);
+    let pid = p.pid().to_string();
+    let mut a = legacy(
+        None,
+        &[
+            "attach",
+            &pid,
+            "--period",
+            "40",
+            "--json",
+            "--no-server",
+            "--controller",
+            "lfs",
+            "--initial-us",
+            budget_us,
+            "--min-us",
+            budget_us,
+            "--max-us",
+            budget_us,
+            "--sample-ms",
+            "500",
+        ],
+    );
+    wait_for("7 status lines", Duration::from_secs(20), || {
+        status_lines(&a).len() >= 7
+    });
+    harness::signal(a.pid(), libc::SIGINT);
+    let st = finish(&mut a);
+    let _ = p.stop(Duration::from_secs(3));
+    assert!(st.success(), "attach failed: {}", a.log().text());
+    let lines = status_lines(&a);
+    let last = lines.last().unwrap();
+    let per_thread: u64 = last["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| n(t, "misses"))
+        .sum();
+    assert_eq!(per_thread, n(last, "misses"), "{last}");
+    assert!(
+        a.log().text().contains("deadline misses"),
+        "{}",
+        a.log().text()
+    );
+    n(last, "misses")
+}
+
+#[test]
+fn a_too_small_budget_misses_deadlines_and_a_generous_one_does_not() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("a_too_small_budget_misses_deadlines_and_a_generous_one_does_not") {
+        return;
+    }
+    // 3 s at 25 fps: 75 jobs of 6 ms each. With 2 ms per 40 ms every job
+    // needs three budgets (two postponements); with 16 ms none.
+    let small = misses_with_budget("2000");
+    assert!(small >= 30, "2 ms budget: only {small} misses");
+    let generous = misses_with_budget("16000");
+    assert!(generous <= 3, "16 ms budget: {generous} misses");
 }

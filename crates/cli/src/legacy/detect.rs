@@ -42,6 +42,10 @@ pub struct DetectArgs {
     /// Keep the frequency on the δf grid (no sub-grid refinement, as the paper).
     #[arg(long)]
     no_refine: bool,
+    /// Skip the least-squares fit of the period over the job release times
+    /// (keep the spectrum's refined peak).
+    #[arg(long)]
+    no_fit: bool,
     /// Use every event (entries and exits, as the paper) instead of the activations.
     #[arg(long)]
     all_events: bool,
@@ -115,6 +119,7 @@ pub fn run(a: DetectArgs) -> Result<(), String> {
         k: a.k,
         m: a.m,
         refine: !a.no_refine,
+        fit: !a.no_fit,
         select: if a.all_events {
             Select::All
         } else {

@@ -14,9 +14,19 @@ pub struct ReserveOpts {
     /// Reservation period: milliseconds, or "auto" (detect the process's period).
     #[arg(long, default_value = "auto")]
     period: String,
-    /// Observe this long before choosing the period with --period auto (seconds).
+    /// Observe this long before choosing the period with --period auto, and
+    /// at each re-detection (seconds).
     #[arg(long, default_value_t = 2.0)]
     detect_seconds: f64,
+    /// With --period auto: detect the period again every this many seconds
+    /// while attached (kernel tracer; the process never stops) and re-tune
+    /// the reservations when it changed (0: detect once).
+    #[arg(long, default_value_t = 10.0)]
+    redetect: f64,
+    /// Re-tune when the re-detected period differs from the reservation
+    /// period by more than this many percent.
+    #[arg(long, default_value_t = 3.0)]
+    tolerance: f64,
     /// Only these threads (comma-separated TIDs; default: all, and new ones).
     #[arg(long, value_delimiter = ',')]
     threads: Option<Vec<i32>>,
@@ -35,6 +45,10 @@ pub struct ReserveOpts {
     /// Smallest budget (microseconds; default 1 % of the period, at least 100).
     #[arg(long)]
     min_us: Option<u64>,
+    /// Largest budget (microseconds; default the period). A budget kept below
+    /// what a job needs makes the program miss deadlines.
+    #[arg(long)]
+    max_us: Option<u64>,
     /// First budget (microseconds; default: each thread's CPU time per job
     /// plus 15 %, measured during --observe-ms).
     #[arg(long)]
@@ -75,8 +89,37 @@ pub struct AttachArgs {
 }
 
 fn options(pid: i32, o: &ReserveOpts) -> Result<Options, String> {
-    let period_ns = if o.period == "auto" {
-        let p = attach::detect_period(pid, o.detect_seconds)?
+    if !(o.detect_seconds > 0.0 && o.detect_seconds <= 3600.0) {
+        return Err(format!(
+            "--detect-seconds {}: must be in (0, 3600]",
+            o.detect_seconds
+        ));
+    }
+    if !(o.redetect >= 0.0 && o.redetect <= 86_400.0) {
+        return Err(format!(
+            "--redetect {}: must be in [0, 86400] seconds",
+            o.redetect
+        ));
+    }
+    if !(o.tolerance > 0.0 && o.tolerance < 100.0) {
+        return Err(format!(
+            "--tolerance {}: must be in (0, 100) percent",
+            o.tolerance
+        ));
+    }
+    let auto = o.period == "auto";
+    let period_ns = if auto {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let d = attach::detect_once(
+            pid,
+            std::time::Duration::from_secs_f64(o.detect_seconds),
+            &stop,
+        )?;
+        if let Some(why) = &d.fallback {
+            eprintln!("resound legacy: detecting with ptrace (it stops the process at each system call): {why}");
+        }
+        let p = d
+            .period_ns
             .ok_or_else(|| format!("process {pid} shows no periodic activity"))?;
         eprintln!(
             "period of process {pid}: {:.3} ms ({:.2} Hz), detected over {} s",
@@ -105,6 +148,12 @@ fn options(pid: i32, o: &ReserveOpts) -> Result<Options, String> {
     x.beta_ns = o.beta_us.map(|v| v * 1000);
     x.sample_ns = o.sample_ms.max(1) * 1_000_000;
     x.min_ns = o.min_us.map(|v| v * 1000);
+    x.max_ns = o.max_us.map(|v| v * 1000);
+    if auto && o.redetect > 0.0 {
+        x.redetect_ns = (o.redetect * 1e9) as u64;
+    }
+    x.detect_ns = (o.detect_seconds * 1e9) as u64;
+    x.tolerance = o.tolerance / 100.0;
     x.initial_ns = o.initial_us.map(|v| v * 1000);
     x.observe_ns = o.observe_ms * 1_000_000;
     x.reclaim = o.reclaim;
@@ -146,8 +195,8 @@ fn go(
     let a = Attachment::attach(pid, opts, adm.as_mut())?;
     let s = attach::run(a, keep_going);
     eprintln!(
-        "resound legacy: detached from {pid}: {} samples, {} budget changes, bandwidth mean {:.3} max {:.3}, late windows {}",
-        s.samples, s.changes, s.mean_bandwidth, s.max_bandwidth, s.late
+        "resound legacy: detached from {pid}: {} samples, {} budget changes, {} re-tunes, bandwidth mean {:.3} max {:.3}, late windows {}, deadline misses {}",
+        s.samples, s.changes, s.retunes, s.mean_bandwidth, s.max_bandwidth, s.late, s.misses
     );
     if s.restore_failures > 0 {
         return Err(format!(

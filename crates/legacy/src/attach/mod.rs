@@ -7,20 +7,32 @@
 //! builds each thread's [`crate::lfs::Observation`], steps its controller,
 //! asks the [`Admission`] ledger before a budget grows, calls
 //! `sched_setattr` only when the budget moved past the threshold, adopts
-//! threads the process created since, and prints a status line. It ends when
+//! threads the process created since, and prints a status line. With
+//! [`Options::redetect_ns`] a background [`Redetector`] traces the process
+//! again every few seconds; when the period it finds differs from T by more
+//! than [`Options::tolerance`], the loop re-tunes every reservation to the
+//! new period (budget scaled to keep the bandwidth, admission asked again;
+//! refused: the old reservation stays). Each thread's deadline misses
+//! (postponed scheduling deadlines, see `thread`) are counted once per
+//! period and shown in the status line. It ends when
 //! the process exits, when `keep_going` says so (a `run` child reaped), or on
 //! SIGINT/SIGTERM; then every thread still alive goes back to the policy it
 //! had before and its bandwidth is released.
 //!
 //! Threads: everything runs on the caller's thread (the `resound legacy`
-//! command's main thread); nothing here is real-time.
+//! command's main thread) except the re-detection traces, which run on the
+//! [`Redetector`]'s thread; nothing here is real-time.
 
 mod admission;
 pub mod procfs;
+pub mod redetect;
+mod retune;
 pub mod signals;
+mod status;
 mod thread;
 
 pub use admission::{Admission, LocalLedger};
+pub use redetect::{detect_once, Detected, Redetector};
 pub use thread::Reserved;
 
 use crate::lfs::ControllerKind;
@@ -45,6 +57,8 @@ pub struct Options {
     pub sample_ns: u64,
     /// Smallest budget (ns; default 1 % of T, at least 100 µs).
     pub min_ns: Option<u64>,
+    /// Largest budget (ns; default T).
+    pub max_ns: Option<u64>,
     /// First budget (ns; default: measured, see `observe_ns`).
     pub initial_ns: Option<u64>,
     /// Without `initial_ns`: watch the threads this long under a provisional
@@ -55,6 +69,13 @@ pub struct Options {
     pub reclaim: bool,
     /// Status lines as JSON.
     pub json: bool,
+    /// Detect the period again this often while attached (ns; 0: never).
+    pub redetect_ns: u64,
+    /// How long each re-detection traces the process (ns).
+    pub detect_ns: u64,
+    /// Re-tune when the detected period differs from T by more than this
+    /// fraction of T.
+    pub tolerance: f64,
 }
 
 impl Options {
@@ -70,26 +91,14 @@ impl Options {
             min_ns: None,
             initial_ns: None,
             observe_ns: 500_000_000,
+            max_ns: None,
             reclaim: false,
             json: false,
+            redetect_ns: 0,
+            detect_ns: 2_000_000_000,
+            tolerance: 0.03,
         }
     }
-}
-
-/// The period of `pid`'s heartbeat (ns), found by tracing it for `seconds`
-/// with the kernel tracer (which never stops the program; ptrace where perf
-/// events are refused) and running the period detector with its default
-/// parameters (`Ok(None)`: not periodic).
-pub fn detect_period(pid: i32, seconds: f64) -> Result<Option<u64>, String> {
-    use crate::trace::{trace, Options, Tracer};
-    let opts = Options::new(pid, std::time::Duration::from_secs_f64(seconds.max(0.1)));
-    let t = match trace(Tracer::Kernel, &opts) {
-        Ok(t) => t,
-        Err(kernel) => trace(Tracer::Ptrace, &opts)
-            .map_err(|e| format!("cannot trace PID {pid}: {kernel}; with ptrace: {e}"))?,
-    };
-    let d = crate::detect::detect(&t.events, &crate::detect::Params::default());
-    Ok(d.period_ns())
 }
 
 /// What a finished attachment did.
@@ -105,6 +114,10 @@ pub struct Summary {
     pub max_bandwidth: f64,
     /// Late windows, all threads.
     pub late: u64,
+    /// Deadline misses (postponed scheduling deadlines), all threads.
+    pub misses: u64,
+    /// Re-tunes to a newly detected period.
+    pub retunes: u64,
     /// Threads still alive that could not be restored.
     pub restore_failures: usize,
 }
@@ -115,6 +128,8 @@ pub struct Attachment<'a> {
     o: Options,
     adm: &'a mut dyn Admission,
     threads: Vec<Reserved>,
+    /// Late windows and misses of threads that ended.
+    ended: (u64, u64),
 }
 
 impl<'a> Attachment<'a> {
@@ -130,6 +145,7 @@ impl<'a> Attachment<'a> {
             o,
             adm,
             threads: Vec::new(),
+            ended: (0, 0),
         };
         let tids = a.o.threads.clone().unwrap_or_else(|| procfs::threads(pid));
         // Provisional budget while the threads are watched (see `settle`):
@@ -171,7 +187,8 @@ impl<'a> Attachment<'a> {
     /// Without `initial_ns`: each thread's CPU time per job over
     /// `observe_ns`, watched under the provisional reservation, plus 15 %
     /// (its CPU rate × T if lower, for a thread that never blocked); the
-    /// controllers restart from there. Threads that ended no job keep theirs.
+    /// controllers restart from there. Threads that used no CPU start at the
+    /// smallest budget; others that ended no job keep theirs.
     fn settle(&mut self) {
         if self.o.initial_ns.is_some() || self.o.observe_ns == 0 {
             return;
@@ -193,6 +210,10 @@ impl<'a> Attachment<'a> {
                     let per_period = (cpu as u128 * t as u128 / obs as u128) as u64;
                     let q = per_job.min(per_period);
                     moves.push((r.tid, r.restart(q + q * 15 / 100)));
+                } else if a.cpu_ns == b.cpu_ns {
+                    // Idle all along (a thread waiting in join, say): the
+                    // smallest budget until the controller sees it work.
+                    moves.push((r.tid, r.restart(0)));
                 }
             }
         }
@@ -291,10 +312,21 @@ impl<'a> Attachment<'a> {
     }
 
     fn forget(&mut self, gone: &[i32]) {
+        for r in self.threads.iter().filter(|r| gone.contains(&r.tid)) {
+            self.ended.0 += r.late;
+            self.ended.1 += r.misses;
+        }
         for tid in gone {
             self.adm.release(*tid);
         }
         self.threads.retain(|r| !gone.contains(&r.tid));
+    }
+
+    /// Late windows and deadline misses so far, all threads (ended ones too).
+    pub fn late_and_misses(&self) -> (u64, u64) {
+        let late: u64 = self.threads.iter().map(|r| r.late).sum();
+        let misses: u64 = self.threads.iter().map(|r| r.misses).sum();
+        (self.ended.0 + late, self.ended.1 + misses)
     }
 
     /// Every thread back to its old policy, every bandwidth released.
@@ -312,67 +344,23 @@ impl<'a> Attachment<'a> {
         }
         failed
     }
-
-    fn status_line(&self, t: f64, s: &Summary) -> String {
-        let per: Vec<String> = self
-            .threads
-            .iter()
-            .map(|r| {
-                format!(
-                    "{}:{:.2}ms/{}",
-                    r.tid,
-                    r.budget_ns as f64 / 1e6,
-                    r.response_ns
-                        .map_or("-".into(), |v| format!("{:.1}ms", v as f64 / 1e6))
-                )
-            })
-            .collect();
-        let bw = self.bandwidth();
-        let late: u64 = self.threads.iter().map(|r| r.late).sum();
-        if self.o.json {
-            let th: Vec<String> = self
-                .threads
-                .iter()
-                .map(|r| {
-                    format!(
-                        "{{\"tid\":{},\"budget_ns\":{},\"response_ns\":{},\"late\":{}}}",
-                        r.tid,
-                        r.budget_ns,
-                        r.response_ns.map_or("null".into(), |v| v.to_string()),
-                        r.late
-                    )
-                })
-                .collect();
-            format!(
-                "{{\"t\":{t:.3},\"period_ns\":{},\"bandwidth\":{bw:.4},\"late\":{late},\"changes\":{},\"threads\":[{}]}}",
-                self.o.period_ns,
-                s.changes,
-                th.join(",")
-            )
-        } else {
-            format!(
-                "{t:7.1}s  T {:.1} ms  bandwidth {bw:.3}  late windows {late}  budget/response {}",
-                self.o.period_ns as f64 / 1e6,
-                per.join(" ")
-            )
-        }
-    }
 }
 
 /// Runs the attachment until the process exits, `keep_going` returns false,
 /// or SIGINT/SIGTERM (install [`signals::install`] first); then detaches.
+/// With `redetect_ns` set, re-detects the period in the background and
+/// re-tunes on a change.
 pub fn run(mut a: Attachment<'_>, mut keep_going: impl FnMut() -> bool) -> Summary {
-    let period = Duration::from_nanos(a.o.period_ns);
-    let per_sample = (a.o.sample_ns / a.o.period_ns).max(1);
+    let redetector = start_redetector(&a);
     let start = Instant::now();
     let mut next = start;
     let mut last_sample = start;
     let mut s = Summary::default();
     let mut bw_sum = 0.0;
-    let mut tick = 0u64;
     println!("{}", a.status_line(0.0, &s));
     while !signals::stopped() && keep_going() && procfs::alive(a.pid) && !a.threads.is_empty() {
-        next += period;
+        let period_ns = a.o.period_ns;
+        next += Duration::from_nanos(period_ns);
         let now = Instant::now();
         if next > now {
             std::thread::sleep(next - now);
@@ -383,13 +371,15 @@ pub fn run(mut a: Attachment<'_>, mut keep_going: impl FnMut() -> bool) -> Summa
         let gone: Vec<i32> = a
             .threads
             .iter_mut()
-            .filter_map(|r| (!r.on_period(pid)).then_some(r.tid))
+            .filter_map(|r| (!r.on_period(pid, period_ns)).then_some(r.tid))
             .collect();
         a.forget(&gone);
-        tick += 1;
-        if tick.is_multiple_of(per_sample) {
-            let now = Instant::now();
-            let window = now - last_sample;
+        if let Some(rep) = redetector.as_ref().and_then(Redetector::poll) {
+            s.retunes += a.on_redetect(rep) as u64;
+        }
+        let now = Instant::now();
+        let window = now - last_sample;
+        if window.as_nanos() as u64 + period_ns / 2 >= a.o.sample_ns {
             last_sample = now;
             let t = (now - start).as_nanos() as u64;
             s.changes += a.sample(t, window.as_nanos() as u64);
@@ -400,7 +390,8 @@ pub fn run(mut a: Attachment<'_>, mut keep_going: impl FnMut() -> bool) -> Summa
             println!("{}", a.status_line(t as f64 / 1e9, &s));
         }
     }
-    s.late = a.threads.iter().map(|r| r.late).sum();
+    drop(redetector);
+    (s.late, s.misses) = a.late_and_misses();
     s.mean_bandwidth = if s.samples > 0 {
         bw_sum / s.samples as f64
     } else {
@@ -408,4 +399,19 @@ pub fn run(mut a: Attachment<'_>, mut keep_going: impl FnMut() -> bool) -> Summa
     };
     s.restore_failures = a.detach();
     s
+}
+
+/// The background re-detector when `redetect_ns` asks for one.
+fn start_redetector(a: &Attachment<'_>) -> Option<Redetector> {
+    if a.o.redetect_ns == 0 {
+        return None;
+    }
+    let every = Duration::from_nanos(a.o.redetect_ns);
+    match Redetector::start(a.pid, every, Duration::from_nanos(a.o.detect_ns)) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            eprintln!("resound legacy: cannot start re-detection ({e}); the period stays fixed");
+            None
+        }
+    }
 }

@@ -53,6 +53,18 @@ pub fn counters(pid: i32, tid: i32) -> Option<Counters> {
     })
 }
 
+/// The thread's current SCHED_DEADLINE scheduling deadline (`dl.deadline`
+/// in `/proc/PID/task/TID/sched`, ns on the run-queue clock: only its
+/// differences count); `None` when the thread is gone or the kernel does not
+/// show it.
+pub fn dl_deadline(pid: i32, tid: i32) -> Option<u64> {
+    let s = fs::read_to_string(format!("/proc/{pid}/task/{tid}/sched")).ok()?;
+    s.lines().find_map(|l| {
+        let v = l.strip_prefix("dl.deadline")?.split(':').nth(1)?;
+        v.trim().parse().ok()
+    })
+}
+
 /// The process's thread ids, sorted (empty if it is gone or a zombie).
 pub fn threads(pid: i32) -> Vec<i32> {
     if !alive(pid) {

@@ -1,5 +1,20 @@
 //! One reserved thread: its old policy (restored at detach), its controller,
-//! its counters at the last period and the last sample.
+//! its counters at the last period and the last sample, and its deadline
+//! misses.
+//!
+//! A **miss** is a postponed CBS scheduling deadline: the thread's budget
+//! ran out before its job blocked, so the kernel throttled it and pushed its
+//! deadline one period further (a job that needs three budgets counts two) (the hard-CBS form of the paper's
+//! lateness ε = d_s − t > T). From outside it shows in the thread's
+//! scheduling deadline (`dl.deadline` in `/proc/PID/task/TID/sched`): once a
+//! period it advances by one period per job started, and by one more period
+//! per postponement. So once per reservation period the loop reads the
+//! deadline and the jobs started since the last read (blocking calls ended,
+//! plus the job running now) and counts `round((Δd − T·Δjobs) / T)` misses
+//! when that excess is at least half a period (at most one per period
+//! elapsed). The count assumes one job per reservation period (T = the
+//! thread's period, as `--period auto` sets it); a thread that wakes less
+//! often than every T can count one false miss per such wake-up.
 //!
 //! Threads: the attach loop's thread.
 
@@ -29,12 +44,48 @@ pub struct Reserved {
     job_cpu_ns: u64,
     /// Jobs ended since then.
     jobs_pending: u64,
+    /// Reservation periods since then.
+    periods_pending: u64,
     /// Budget applied (ns).
     pub budget_ns: u64,
     /// Mean job response time in the last window (ns), if a job ended.
     pub response_ns: Option<u64>,
     /// Windows in which the thread was late (average job finished after T).
     pub late: u64,
+    /// Deadline misses (postponed scheduling deadlines, see the module docs).
+    pub misses: u64,
+    /// The scheduling deadline and jobs started at the last period's read.
+    at_tick: Option<(u64, u64, std::time::Instant)>,
+    /// Negative excess carried to the next read (ns, in [−T, 0]).
+    carry: i128,
+}
+
+/// The controller for `o` starting at budget `init_ns`, and its first
+/// (clamped) budget.
+fn controller(o: &Options, init_ns: u64) -> (Ctl, u64) {
+    let mut lc = LfsConfig::for_period(o.period_ns);
+    lc.alpha = o.alpha;
+    lc.beta_ns = o.beta_ns.unwrap_or(lc.beta_ns);
+    lc.sample_ns = o.sample_ns;
+    lc.limits.min_ns = o.min_ns.unwrap_or(lc.limits.min_ns).min(o.period_ns);
+    lc.limits.max_ns = o
+        .max_ns
+        .unwrap_or(o.period_ns)
+        .clamp(lc.limits.min_ns, o.period_ns);
+    let mut pc = PercentileConfig::for_period(o.period_ns);
+    pc.limits = lc.limits;
+    let lfs = Lfs::new(lc, init_ns);
+    let budget_ns = lfs.budget_ns();
+    let ctl = match o.controller {
+        ControllerKind::Lfs => Ctl::Lfs(lfs),
+        ControllerKind::Percentile => Ctl::Percentile(PercentileCtl::new(pc, init_ns), lfs),
+    };
+    (ctl, budget_ns)
+}
+
+/// Jobs started by a thread: blocking calls ended, plus the one running now.
+fn jobs_started(c: &Counters) -> u64 {
+    c.voluntary + u64::from(!c.sleeping)
 }
 
 impl Reserved {
@@ -51,20 +102,7 @@ impl Reserved {
             Ok(p) => p,
             Err(e) => return Some(Err(e)),
         };
-        let mut lc = LfsConfig::for_period(o.period_ns);
-        lc.alpha = o.alpha;
-        lc.beta_ns = o.beta_ns.unwrap_or(lc.beta_ns);
-        lc.sample_ns = o.sample_ns;
-        lc.limits.min_ns = o.min_ns.unwrap_or(lc.limits.min_ns).min(o.period_ns);
-        let mut pc = PercentileConfig::for_period(o.period_ns);
-        pc.limits = lc.limits;
-        let init = init_ns;
-        let lfs = Lfs::new(lc, init);
-        let budget_ns = lfs.budget_ns();
-        let ctl = match o.controller {
-            ControllerKind::Lfs => Ctl::Lfs(lfs),
-            ControllerKind::Percentile => Ctl::Percentile(PercentileCtl::new(pc, init), lfs),
-        };
+        let (ctl, budget_ns) = controller(o, init_ns);
         Some(Ok(Reserved {
             tid,
             old,
@@ -73,9 +111,13 @@ impl Reserved {
             at_sample: c,
             job_cpu_ns: 0,
             jobs_pending: 0,
+            periods_pending: 0,
             budget_ns,
             response_ns: None,
             late: 0,
+            misses: 0,
+            at_tick: None,
+            carry: 0,
         }))
     }
 
@@ -89,28 +131,66 @@ impl Reserved {
         }
     }
 
-    /// Once per reservation period: feeds the CPU time per job to the
-    /// percentile controller. CPU time is summed from one read at which the
-    /// thread was blocked to the next (then no job is half done) and divided
-    /// by the jobs that ended in between. `false` when the thread is gone.
-    pub fn on_period(&mut self, pid: i32) -> bool {
+    /// Once per reservation period: feeds the CPU time per period to the
+    /// percentile controller and counts deadline misses. CPU time is summed
+    /// from one read at which the thread was blocked to the next (then no job
+    /// is half done) and spread over the periods in between (a thread with
+    /// two jobs per period needs both in its budget). `false` when the
+    /// thread is gone.
+    pub fn on_period(&mut self, pid: i32, period_ns: u64) -> bool {
+        // The deadline before the counters: a job that starts between the two
+        // reads then shows first as a negative excess (carried), never as a
+        // false miss.
+        let d = procfs::dl_deadline(pid, self.tid);
         let Some(c) = procfs::counters(pid, self.tid) else {
             return false;
         };
         self.job_cpu_ns += c.cpu_ns.saturating_sub(self.at_period.cpu_ns);
         self.jobs_pending += c.voluntary.saturating_sub(self.at_period.voluntary);
-        let jobs = self.jobs_pending;
-        if c.sleeping && jobs > 0 {
-            self.jobs_pending = 0;
+        self.periods_pending += 1;
+        if c.sleeping && self.jobs_pending > 0 {
+            let n = self.periods_pending;
             if let Ctl::Percentile(p, _) = &mut self.ctl {
-                for _ in 0..jobs.min(8) {
-                    p.on_period(self.job_cpu_ns / jobs);
+                for _ in 0..n.min(8) {
+                    p.on_period(self.job_cpu_ns / n);
                 }
             }
-            self.job_cpu_ns = 0;
+            (self.job_cpu_ns, self.jobs_pending, self.periods_pending) = (0, 0, 0);
         }
         self.at_period = c;
+        self.count_misses(d, &c, period_ns);
         true
+    }
+
+    /// Counts the postponed deadlines since the last read (see the module
+    /// docs), from the deadline `d` read just before the counters `c`.
+    fn count_misses(&mut self, d: Option<u64>, c: &Counters, period_ns: u64) {
+        let now = std::time::Instant::now();
+        let Some(d) = d.filter(|&d| d > 0) else {
+            // Not yet under SCHED_DEADLINE, or never woken there: no deadline.
+            self.at_tick = None;
+            return;
+        };
+        let jobs = jobs_started(c);
+        let t = period_ns as i128;
+        if let Some((d0, j0, t0)) = self.at_tick {
+            let expected = jobs as i128 - j0 as i128;
+            let excess = d as i128 - d0 as i128 - expected * t + self.carry;
+            self.carry = 0;
+            if excess * 2 >= t {
+                // At most one postponement per replenishment, i.e. per period
+                // elapsed (a thread that slept for long and woke once would
+                // otherwise count its idle periods).
+                let most = (now - t0).as_nanos().div_ceil(period_ns as u128) as i128;
+                self.misses += ((excess + t / 2) / t).min(most.max(1)) as u64;
+            } else if excess < 0 {
+                // A job counted before its deadline moved: settled next time
+                // (at most a period, so a thread faster than T cannot bank
+                // credit against real misses).
+                self.carry = excess.max(-t);
+            }
+        }
+        self.at_tick = Some((d, jobs, now));
     }
 
     /// Once per T_sample: the window's observation and the controller's
@@ -155,6 +235,16 @@ impl Reserved {
                 p.budget_ns()
             }
         }
+    }
+
+    /// Rebuilds the controller for new options `o` (a new period) starting
+    /// at budget `q`; returns the clamped budget. The caller applies it.
+    pub fn retune(&mut self, o: &Options, q: u64) -> u64 {
+        let (ctl, b) = controller(o, q);
+        self.ctl = ctl;
+        (self.at_tick, self.carry) = (None, 0);
+        (self.job_cpu_ns, self.jobs_pending, self.periods_pending) = (0, 0, 0);
+        b
     }
 
     /// Takes the thread off its reservation and back to its old policy:

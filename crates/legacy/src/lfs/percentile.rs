@@ -3,8 +3,8 @@
 //! Multimedia Applications" points to: measure execution times instead of
 //! probing the scheduling error), with [`resound_sched::Predictor`].
 //!
-//! Fed with the CPU time of each job, as the attach loop measures it once
-//! per reservation period ([`PercentileCtl::on_period`]); decides every T_sample
+//! Fed with the CPU time of each reservation period, as the attach loop
+//! measures it once per period ([`PercentileCtl::on_period`]); decides every T_sample
 //! ([`PercentileCtl::on_sample`]): Q = percentile × (1 + margin), clamped.
 //! If the thread was late in the window, or more than a tenth of its jobs
 //! used the whole budget, the predictor cannot see its true demand (the
@@ -77,9 +77,9 @@ impl PercentileCtl {
         self.applied_ns
     }
 
-    /// The CPU time one job of the thread used (at most one per reservation
-    /// period on average). Jobs that used (nearly) the whole budget are
-    /// counted: more than a tenth of them marks the budget saturated.
+    /// The CPU time the thread used in one reservation period. Periods that
+    /// used (nearly) the whole budget are counted: more than a tenth of them
+    /// marks the budget saturated.
     pub fn on_period(&mut self, cpu_ns: u64) {
         self.pred.push(cpu_ns);
         self.jobs += 1;

@@ -45,6 +45,10 @@ pub struct ExperimentArgs {
     /// Repetitions (default: 5 for detection, 10 for tracer-overhead; 3 with --quick).
     #[arg(long)]
     reps: Option<usize>,
+    /// tracer-overhead: extra untraced/kernel-traced pairs, alternating, for
+    /// the 0.5 % goal's confidence interval (default 30; 6 with --quick).
+    #[arg(long)]
+    pairs: Option<usize>,
     /// Tracer for the detection experiment.
     #[arg(long, default_value = "kernel")]
     tracer: Tracer,

@@ -1,6 +1,6 @@
 //! `resound legacy experiment table2|goal|two-tasks`: the adaptive-reservation
 //! experiments of "The Wizard of OS: a Heartbeat for Legacy Multimedia
-//! Applications", on `resound-tool legacy-player` (a 25 fps player) under
+//! Applications", on `resound-tool periodic` (a 25 fps player) under
 //! `resound legacy run`, printed as tables beside the paper's values:
 //!
 //! * `table2`: LFS with server period T from 20 to 100 ms (Table II):
@@ -100,7 +100,8 @@ fn spawn_player(
     let tool = harness::sibling("resound-tool")?;
     let player = [
         tool.display().to_string(),
-        "legacy-player".into(),
+        "periodic".into(),
+        "--drop-late".into(),
         "--fps".into(),
         fps.to_string(),
         "--work-us".into(),
