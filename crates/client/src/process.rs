@@ -49,7 +49,8 @@ pub(crate) fn process_thread(
 ) {
     let prio = inner.view.header().client_priority;
     let sched = if prio > 0 {
-        match resound_sched::apply(0, &resound_sched::Policy::Fifo { priority: prio }) {
+        let fifo = resound_sched::Policy::Fifo { priority: prio };
+        match resound_sched::policy::apply_inheritable(0, &fifo) {
             Ok(()) => resound_sched::describe_thread(0),
             Err(e) => format!("SCHED_OTHER (SCHED_FIFO {prio} refused: {e})"),
         }
@@ -273,7 +274,7 @@ impl RtContext {
                 .filter(|p| matches!(p, resound_sched::Policy::Fifo { .. }));
             let _ = resound_sched::policy::set_attr(0, &resound_sched::Policy::Other.to_attr());
         } else if let Some(p) = self.fifo_before_freewheel.take() {
-            let _ = resound_sched::policy::set_attr(0, &p.to_attr());
+            let _ = resound_sched::policy::apply_inheritable(0, &p);
         }
     }
 

@@ -242,3 +242,81 @@ int jack_client_kill_thread(jack_client_t *client, pthread_t thread) {
     pthread_cancel(thread);
     return pthread_join(thread, &status) == 0 ? 0 : -1;
 }
+
+/*
+ * Reserved threads seen as SCHED_FIFO. Under resound's reservations a JACK
+ * process thread runs under SCHED_DEADLINE, with no priority. Programs that
+ * copy their process thread's policy and priority to their own worker
+ * threads (convolution engines, ALSA bridges: pthread_getschedparam, then
+ * pthread_attr_setschedpolicy/pthread_setschedparam) would get a policy they
+ * cannot set and run their workers as ordinary threads. These three queries,
+ * exported by libjack.so.0 and so found before the C library's by the
+ * programs linked with it, report a SCHED_DEADLINE thread as SCHED_FIFO at
+ * the priority jackd would have given it (jack_client_real_time_priority),
+ * which the program can then set on its workers; every other answer is the
+ * C library's, with the reset-on-fork flag left out of the policy.
+ */
+#include <dlfcn.h>
+
+extern int lj_fifo_equivalent_priority(void);
+
+#ifndef SCHED_DEADLINE
+#define SCHED_DEADLINE 6
+#endif
+#ifndef SCHED_RESET_ON_FORK
+#define SCHED_RESET_ON_FORK 0x40000000
+#endif
+
+/* The C library's function `name` (NULL if it has none). */
+static void *lj_next(const char *name) { return dlsym(RTLD_NEXT, name); }
+
+/* Rewrites a SCHED_DEADLINE policy as SCHED_FIFO at the JACK priority. */
+static void lj_as_fifo(int *policy, int *priority) {
+    *policy &= ~SCHED_RESET_ON_FORK;
+    if (*policy != SCHED_DEADLINE)
+        return;
+    int p = lj_fifo_equivalent_priority();
+    if (p > 0) {
+        *policy = SCHED_FIFO;
+        if (priority)
+            *priority = p;
+    }
+}
+
+int pthread_getschedparam(pthread_t th, int *policy, struct sched_param *param) {
+    int (*real)(pthread_t, int *, struct sched_param *) =
+        (int (*)(pthread_t, int *, struct sched_param *))lj_next("pthread_getschedparam");
+    if (!real)
+        return ENOSYS;
+    int r = real(th, policy, param);
+    if (r == 0)
+        lj_as_fifo(policy, &param->sched_priority);
+    return r;
+}
+
+int sched_getscheduler(pid_t pid) {
+    int (*real)(pid_t) = (int (*)(pid_t))lj_next("sched_getscheduler");
+    if (!real) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int policy = real(pid);
+    if (policy >= 0)
+        lj_as_fifo(&policy, NULL);
+    return policy;
+}
+
+int sched_getparam(pid_t pid, struct sched_param *param) {
+    int (*real)(pid_t, struct sched_param *) =
+        (int (*)(pid_t, struct sched_param *))lj_next("sched_getparam");
+    int (*getsched)(pid_t) = (int (*)(pid_t))lj_next("sched_getscheduler");
+    if (!real || !getsched) {
+        errno = ENOSYS;
+        return -1;
+    }
+    int r = real(pid, param);
+    int policy = getsched(pid);
+    if (r == 0 && param && policy >= 0)
+        lj_as_fifo(&policy, &param->sched_priority);
+    return r;
+}

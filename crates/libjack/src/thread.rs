@@ -105,3 +105,18 @@ pub unsafe extern "C" fn jack_client_create_thread(
         unsafe { lj_create_thread(thread, prio, rt, fun, arg) }
     })
 }
+
+/// The SCHED_FIFO priority a JACK process thread has under jackd: what the
+/// scheduling queries in shim.c report for a thread under a reservation
+/// (-1: no open client, or clients are not real-time).
+#[no_mangle]
+pub extern "C" fn lj_fifo_equivalent_priority() -> c_int {
+    ffi::guard(-1, || {
+        crate::registry::with_client(|c| {
+            c.map_or(-1, |c| match c.client.client_priority() {
+                p if p > 0 => p,
+                _ => -1,
+            })
+        })
+    })
+}

@@ -750,6 +750,59 @@ fn port_registration_callbacks_as_on_jackd() {
     );
 }
 
+/// A program that copies its process thread's policy and priority to its own
+/// worker threads gets real-time workers under reservations (the process
+/// thread reads as SCHED_FIFO at jack_client_real_time_priority while it
+/// really runs under SCHED_DEADLINE), under SCHED_FIFO, and on jackd.
+#[test]
+fn workers_copy_the_process_threads_scheduling() {
+    let _serial = common::one_at_a_time();
+    if !resound_sched::deadline_permitted() || !can_fifo() {
+        eprintln!("SKIP workers_copy_the_process_threads_scheduling: SCHED_DEADLINE or SCHED_FIFO not permitted");
+        return;
+    }
+    let Some(exe) = c_program("workers", "workers") else {
+        return;
+    };
+    for sched in ["deadline", "fifo"] {
+        let srv = Srv::start(&["--sched", sched, "-d", "dummy", "-r", "48000", "-p", PERIOD]);
+        let (code, out, err) = run_to_end(&srv, exe.to_str().unwrap(), &[], "");
+        assert!(
+            out.contains("DONE failed=0"),
+            "--sched {sched}:\n{out}\n{err}"
+        );
+        assert_eq!(code, 0);
+        assert_eq!(
+            out.lines().filter(|l| l.ends_with(" ok")).count(),
+            8,
+            "{out}"
+        );
+        if sched == "deadline" {
+            assert!(
+                srv.log()
+                    .contains("client \"workers\": SCHED_DEADLINE reservation"),
+                "the process thread was really reserved: {}",
+                srv.log()
+            );
+        }
+    }
+    if !resound_lab::harness::Jackd::available() {
+        skip("workers_on_jackd", "jackd missing (apt-get install jackd2)");
+        return;
+    }
+    let jackd = resound_lab::harness::Jackd::start(
+        "workers",
+        &["-d", "dummy", "-r", "48000", "-p", PERIOD],
+    )
+    .expect("jackd starts");
+    let out = jackd.command(&exe).output().expect("run on jackd");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("DONE failed=0"),
+        "on jackd (the reference):\n{text}"
+    );
+}
+
 #[test]
 fn the_rest_of_the_api() {
     let _serial = common::one_at_a_time();

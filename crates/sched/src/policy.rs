@@ -351,6 +351,22 @@ pub fn apply(tid: i32, p: &Policy) -> Result<(), SchedError> {
         .map_err(|e| SchedError::new(format_args!("sched_setattr(tid {tid}, {p})"), e))
 }
 
+/// Applies `p` as [`apply`] does but, for SCHED_FIFO, without
+/// `SCHED_FLAG_RESET_ON_FORK`: the plain SCHED_FIFO jackd gives its client
+/// threads, so threads a JACK program creates from its process thread
+/// inherit it, and a program that copies its process thread's policy and
+/// priority to its own workers (`pthread_getschedparam`, then
+/// `pthread_setschedparam`) sees a policy it can set. SCHED_DEADLINE keeps
+/// the flag (without it the thread could not create threads at all).
+/// Real-time safe on success.
+pub fn apply_inheritable(tid: i32, p: &Policy) -> Result<(), SchedError> {
+    let mut a = p.to_attr();
+    if let Policy::Fifo { .. } = p {
+        a.sched_flags &= !SCHED_FLAG_RESET_ON_FORK;
+    }
+    set_attr(tid, &a).map_err(|e| SchedError::new(format_args!("sched_setattr(tid {tid}, {p})"), e))
+}
+
 /// The policy of thread `tid` (0 = calling thread), read with `sched_getattr`.
 /// See [`Policy::from_attr`] for how RR/BATCH/IDLE are mapped.
 pub fn current(tid: i32) -> Result<Policy, SchedError> {
