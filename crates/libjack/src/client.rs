@@ -183,7 +183,14 @@ unsafe fn open(
         exact_name: options & ffi::options::USE_EXACT_NAME != 0,
         dir: None,
     };
-    let client = match Client::open(&req, opts) {
+    open_with(&req, opts, st)
+}
+
+/// Opens client `req` with `opts` and wraps it for the C API; null (and
+/// `st` set) on failure.
+pub(crate) fn open_with(req: &str, opts: OpenOptions, st: &mut c_int) -> *mut c_void {
+    use ffi::status::*;
+    let client = match Client::open(req, opts) {
         Ok(c) => c,
         Err(e) => {
             *st = status_of(&e);

@@ -26,6 +26,7 @@ pub mod callbacks;
 pub mod client;
 pub mod connect;
 pub mod ffi;
+pub mod in_server;
 pub mod info;
 pub mod intclient;
 pub mod latency;

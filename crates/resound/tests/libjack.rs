@@ -1303,6 +1303,42 @@ fn distribution_jack_load_and_unload_internal_clients() {
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("prof unloaded"), "{out}");
     assert!(!srv.status().clients.iter().any(|c| c.name == "prof"));
+    // A real internal client object from the distribution (inprocess.so:
+    // it connects itself to the physical ports and copies in to out), loaded
+    // into the server process and run there, then unloaded.
+    if internal_object_exists("inprocess") {
+        let (code, out, err) = run_to_end(&srv, &load, &["-i", "", "inproc", "inprocess"], "");
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(out.contains("client name = inproc"), "{out}");
+        let st = srv.status();
+        let c = st
+            .clients
+            .iter()
+            .find(|c| c.name == "inproc")
+            .expect("loaded");
+        assert!(c.internal && c.active, "{c:?}");
+        assert_eq!(c.pid, srv.pid(), "it runs in the server process");
+        assert!(connected(&srv, "system:capture_1", "inproc:input"));
+        assert!(connected(&srv, "inproc:output", "system:playback_1"));
+        let c0 = c.last_cycle;
+        wait_for("inproc to run cycles", Duration::from_secs(5), || {
+            srv.status()
+                .clients
+                .iter()
+                .any(|c| c.name == "inproc" && c.last_cycle > c0 + 10)
+        });
+        let (code, out, err) = run_to_end(&srv, &unload, &["inproc"], "");
+        assert_eq!(code, 0, "{out}\n{err}");
+        assert!(!srv.status().clients.iter().any(|c| c.name == "inproc"));
+    } else {
+        skip(
+            "internal_object_inprocess",
+            "inprocess.so missing (apt-get install jackd2)",
+        );
+    }
+    // Objects are found by bare name only.
+    let (code, _, _) = run_to_end(&srv, &load, &["x", "../jack/inprocess"], "");
+    assert_ne!(code, 0);
     // An unknown built-in: JackFailure|JackLoadFailure; an unknown client: not found.
     let (code, out, err) = run_to_end(&srv, &load, &["x", "nosuch"], "");
     assert_ne!(code, 0);
@@ -1411,4 +1447,9 @@ fn a_jack_client_whose_process_fails_keeps_its_downstream_running_on_silence() {
     );
     drop(z);
     drop(gen);
+}
+
+/// Whether the distribution ships JACK internal client object `name`.
+fn internal_object_exists(name: &str) -> bool {
+    resound_server::internal_object::find(name).is_some()
 }

@@ -9,6 +9,9 @@
 //! living in the server is direct access to the server's memory (the
 //! profiler reads the profile ring the server maps).
 //!
+//! Shared objects (`jack_initialize`/`jack_finish`, the distribution's
+//! JACK internal clients) are loaded by [`crate::internal_object`].
+//!
 //! Built-ins: `profiler` (the jack_profiler of "Timing measurements in JACK2": timing measures as audio
 //! signals; options `-c` cpu load, `-p` driver period, `-e` driver end time;
 //! per client `NAME:scheduling` and `NAME:duration` always).
@@ -39,10 +42,16 @@ pub struct Host {
     pub profile: Option<Arc<ProfileSegment>>,
 }
 
+/// A loaded internal client: built in, or from a shared object.
+enum Loaded {
+    Builtin(Client),
+    Object(crate::internal_object::ObjectClient),
+}
+
 /// The loaded internal clients, by uuid.
 #[derive(Default)]
 pub struct Internals {
-    loaded: Mutex<HashMap<u64, Client>>,
+    loaded: Mutex<HashMap<u64, Loaded>>,
 }
 
 fn err(code: ErrorCode, m: impl Into<String>) -> WireError {
@@ -64,23 +73,36 @@ impl Internals {
         } else {
             client_name
         };
-        let client = match load_name {
-            "profiler" => start_profiler(host, name, init)?,
+        let (r, loaded) = match load_name {
+            "profiler" => {
+                let c = start_profiler(host, name, init)?;
+                ((c.uuid(), c.name().to_string()), Loaded::Builtin(c))
+            }
             other => {
-                return Err(err(
-                    ErrorCode::NotAllowed,
-                    format!(
-                        "no internal client called {other:?} (built in: {})",
-                        BUILTINS.join(", ")
-                    ),
-                ))
+                let Some(path) = crate::internal_object::find(other) else {
+                    return Err(err(
+                        ErrorCode::NotAllowed,
+                        format!(
+                            "no internal client called {other:?} (built in: {}; or a bare name of a JACK internal client object NAME.so in $RESOUND_INTERNAL_DIR or the distribution's JACK directory)",
+                            BUILTINS.join(", ")
+                        ),
+                    ));
+                };
+                let o = crate::internal_object::ObjectClient::load(
+                    &path,
+                    name,
+                    &host.server,
+                    &host.dir,
+                    init,
+                )
+                .map_err(|e| err(ErrorCode::Internal, format!("{}: {e}", path.display())))?;
+                ((o.uuid, name.to_string()), Loaded::Object(o))
             }
         };
-        let r = (client.uuid(), client.name().to_string());
         self.loaded
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(r.0, client);
+            .insert(r.0, loaded);
         Ok(r)
     }
 
@@ -97,8 +119,15 @@ impl Internals {
                     format!("no internal client with uuid {uuid}"),
                 )
             })?;
-        c.close()
-            .map_err(|e| err(ErrorCode::Internal, format!("closing: {e}")))
+        match c {
+            Loaded::Builtin(c) => c
+                .close()
+                .map_err(|e| err(ErrorCode::Internal, format!("closing: {e}"))),
+            Loaded::Object(o) => {
+                o.unload();
+                Ok(())
+            }
+        }
     }
 
     /// Whether `uuid` is a loaded internal client.

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod internal;
+pub mod internal_object;
 pub mod latency;
 pub mod metadata;
 pub mod server;
