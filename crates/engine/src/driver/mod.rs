@@ -29,6 +29,7 @@
 //! and `stop` is called inside the cycle and must be real-time safe.
 
 pub mod alsa;
+pub mod dll;
 pub mod dummy;
 pub mod file;
 pub mod pace;

@@ -30,6 +30,7 @@ pub mod reopen;
 
 use super::{Driver, Fault, Latencies, Period, Wake};
 use crate::clock::Clock;
+use crate::driver::dll::Dll;
 use crate::driver::pace::Pacer;
 use alsa::poll::Descriptors;
 use io::Stream;
@@ -124,6 +125,9 @@ pub struct AlsaDriver {
     period_ctl: Arc<period::PeriodControl>,
     /// Set while the device waits for the engine to run at its new period.
     switching: Option<Lost>,
+    /// Filters the device's wake-ups into cycle starts (reset whenever the
+    /// device (re)starts).
+    dll: Dll,
 }
 
 impl AlsaDriver {
@@ -154,6 +158,7 @@ impl AlsaDriver {
                 cfg.out_latency,
             )),
             switching: None,
+            dll: Dll::default(),
             cfg,
         };
         d.refill_fds();
@@ -290,6 +295,7 @@ impl Driver for AlsaDriver {
     fn start(&mut self, _now_ns: u64) -> Result<(), Fault> {
         recovery::link(self.capture.as_ref(), self.playback.as_ref());
         self.flushed = true;
+        self.dll.reset();
         recovery::restart(
             self.capture.as_mut(),
             self.playback.as_mut(),
@@ -345,13 +351,16 @@ impl Driver for AlsaDriver {
         if let Some(p) = self.playback.as_mut() {
             p.map_period().map_err(|e| recovery::classify(&e))?;
         }
+        // The cycle starts on the device's period boundaries as the loop
+        // filters them out of the jittery wake-ups.
         let now = clock.now_ns();
+        let (start_ns, next_ns) = self.dll.wake(now, self.period_ns());
         Ok(Wake {
-            start_ns: now,
+            start_ns,
             awake_ns: now,
-            next_ns: now + self.period_ns(),
+            next_ns,
             skipped: 0,
-            delay_ns: 0,
+            delay_ns: now.saturating_sub(start_ns),
         })
     }
 

@@ -174,6 +174,7 @@ impl AlsaDriver {
                 // Started once the engine runs at the new period (`wait`).
                 self.switching = Some(Lost::default());
                 self.flushed = true;
+                self.dll.reset();
                 Ok(())
             }
             Err(why) => {
@@ -191,6 +192,7 @@ impl AlsaDriver {
                     self.recover_from(crate::driver::Fault::DeviceLost);
                 }
                 self.flushed = true;
+                self.dll.reset();
                 Err(why)
             }
         }
@@ -255,6 +257,7 @@ impl AlsaDriver {
             return Some(self.wait_lost(clock, p));
         }
         self.flushed = true;
+        self.dll.reset();
         None
     }
 }

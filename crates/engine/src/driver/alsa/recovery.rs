@@ -116,6 +116,7 @@ impl AlsaDriver {
     /// restarted is treated as lost.
     pub(super) fn recover_from(&mut self, fault: Fault) {
         self.flushed = true;
+        self.dll.reset();
         let periods = self.cfg.periods;
         let ok = match fault {
             Fault::Suspended => {
@@ -197,6 +198,7 @@ impl AlsaDriver {
         self.refill_fds();
         self.lost = None;
         self.flushed = true;
+        self.dll.reset();
         self.resumed = true;
     }
 }
