@@ -52,6 +52,11 @@ pub struct ExperimentArgs {
     /// Tracer for the detection experiment.
     #[arg(long, default_value = "kernel")]
     tracer: Tracer,
+    /// tracer-overhead: the traced job: `transcode` (a Theora video decoded and
+    /// encoded again by GStreamer, as the paper's transcoding job) or `dd`
+    /// (dd bs=4k | gzip: many more system calls per second, a harsher case).
+    #[arg(long, default_value = "transcode")]
+    job: String,
     /// Write the rows (CSV, JSON) and the figure (PNG, SVG) into this directory.
     #[arg(long)]
     out: Option<PathBuf>,

@@ -1,5 +1,8 @@
 //! The tracer-overhead experiment (Table I of the paper): a CPU-heavy job
-//! (`dd bs=4k | gzip -6` of a generated text file) run untraced, under `strace -f`
+//! (by default a transcoding, as the paper's: a generated Theora video
+//! decoded and encoded again by GStreamer's `gst-launch-1.0`; with `--job
+//! dd`, `dd bs=4k | gzip -6` of a generated text file, which makes many
+//! more system calls per second) run untraced, under `strace -f`
 //! with the same events, under resound's ptrace tracer and under its kernel
 //! tracer (each tracer a separate `resound legacy trace` process attached
 //! before the job starts its work); total (wall) time and system time of the
@@ -107,14 +110,73 @@ fn pin(cmd: &mut Command, cpu_list: Vec<usize>) {
     }
 }
 
+/// The traced job.
+#[derive(Debug, Clone)]
+enum Job {
+    /// GStreamer: decode the Theora file and encode it again.
+    Transcode(PathBuf),
+    /// dd bs=4k | gzip -6 of the text file.
+    Dd(PathBuf),
+}
+
+impl Job {
+    /// Prepares the job's input in `dir` (`kind`: "transcode" or "dd").
+    fn prepare(kind: &str, dir: &Path, quick: bool) -> Result<Job, String> {
+        match kind {
+            "dd" => make_input(dir, if quick { 16 } else { 64 }).map(Job::Dd),
+            "transcode" => make_video(dir, if quick { 150 } else { 600 }).map(Job::Transcode),
+            other => Err(format!("--job {other:?}: transcode or dd")),
+        }
+    }
+
+    /// What it does, for the heading.
+    fn describe(&self) -> String {
+        match self {
+            Job::Transcode(_) => "a Theora video (320x240) decoded and encoded again by gst-launch-1.0".into(),
+            Job::Dd(_) => "dd bs=4k | gzip -6 of a text file".into(),
+        }
+    }
+
+    /// The shell command of one run (after the go on stdin).
+    fn script(&self) -> String {
+        match self {
+            Job::Transcode(p) => format!(
+                "read _ && gst-launch-1.0 -q filesrc location='{}' ! oggdemux ! theoradec ! videoconvert ! theoraenc ! oggmux ! fakesink",
+                p.display()
+            ),
+            // dd reads in 4 KiB blocks: many read/write calls.
+            Job::Dd(p) => format!(
+                "read _ && dd if='{}' bs=4k status=none | gzip -6 -c > /dev/null",
+                p.display()
+            ),
+        }
+    }
+}
+
+/// A Theora video of `frames` frames (25 fps test pattern), encoded once
+/// before the runs.
+fn make_video(dir: &Path, frames: u32) -> Result<PathBuf, String> {
+    let p = dir.join("input.ogg");
+    let out = Command::new("gst-launch-1.0")
+        .args(["-q", "videotestsrc", &format!("num-buffers={frames}"), "pattern=ball"])
+        .args(["!", "video/x-raw,width=320,height=240,framerate=25/1"])
+        .args(["!", "theoraenc", "!", "oggmux", "!", "filesink"])
+        .arg(format!("location={}", p.display()))
+        .output()
+        .map_err(|e| format!("gst-launch-1.0 (apt-get install gstreamer1.0-tools gstreamer1.0-plugins-base): {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "cannot make the input video: {}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(p)
+}
+
 /// Start the job (waiting on its stdin for the go) under `variant`.
-fn start(variant: &str, input: &Path) -> Result<(Child, Option<Child>), String> {
+fn start(variant: &str, job_kind: &Job) -> Result<(Child, Option<Child>), String> {
     let (job_cpu, others) = cpus();
-    let script = format!(
-        // dd reads in 4 KiB blocks: many read/write calls, as a transcoder's I/O.
-        "read _ && dd if='{}' bs=4k status=none | gzip -6 -c > /dev/null",
-        input.display()
-    );
+    let script = job_kind.script();
     let mut cmd = if variant == "strace" {
         let mut c = Command::new("strace");
         c.args(["-f", "-qq", "-o", "/dev/null", "-e"])
@@ -159,7 +221,7 @@ fn start(variant: &str, input: &Path) -> Result<(Child, Option<Child>), String> 
 }
 
 /// One measured run.
-fn once(variant: &'static str, rep: usize, input: &Path) -> Result<Row, String> {
+fn once(variant: &'static str, rep: usize, input: &Job) -> Result<Row, String> {
     let (mut job, tracer) = start(variant, input)?;
     let t0 = Instant::now();
     job.stdin
@@ -199,13 +261,15 @@ fn once(variant: &'static str, rep: usize, input: &Path) -> Result<Row, String> 
 /// Run it.
 pub fn run(a: &ExperimentArgs) -> Result<(), String> {
     let reps = a.reps.unwrap_or(if a.quick { 3 } else { 10 });
-    let mb = if a.quick { 16 } else { 64 };
     let dir = std::env::temp_dir().join(format!("resound-overhead-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let input = make_input(&dir, mb);
-    println!(
-        "Tracer overhead: dd bs=4k | gzip -6 of a {mb} MiB text file, {reps} runs per tracer (interleaved)"
-    );
+    let input = Job::prepare(&a.job, &dir, a.quick);
+    if let Ok(j) = &input {
+        println!(
+            "Tracer overhead: {}, {reps} runs per tracer (interleaved)",
+            j.describe()
+        );
+    }
     let (mut rows, mut extra) = (Vec::new(), Vec::new());
     let result = input.and_then(|input| {
         for rep in 0..reps {
