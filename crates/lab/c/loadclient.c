@@ -24,8 +24,9 @@
  * percent of the period is used. The first client writes its wake_ns into
  * the first samples of its output (a stamp: three floats of 22 bits each,
  * integers, hence exact, and a marker); every client copies it on; the last
- * reports ret_ns - stamp (the server-independent end-to-end time) and
- * counts blocks whose stamp is missing or older than the cycle as lost.
+ * reports ret_ns - stamp (the server-independent end-to-end time); each
+ * client flags a block whose stamp is missing or repeated (stale) as lost.
+ * The bench joins the clients' records of one cycle by the stamp.
  *
  * Records go to a preallocated array (no allocation, no I/O on the process
  * thread). SIGTERM/SIGINT: the client deactivates, closes and writes OUT.csv
@@ -60,7 +61,7 @@ struct record {
     uint64_t ret_ns;    /* end of the body */
     uint64_t sig_ns;    /* return from jack_cycle_signal */
     uint64_t stamp_ns;  /* the stamp read from the input (0: none) */
-    int32_t lost;       /* last client: stamp missing or stale */
+    int32_t lost;       /* stamp missing, or the previous block's (stale) */
     int32_t xruns;      /* xruns the xrun callback has seen so far */
 };
 
@@ -74,6 +75,7 @@ static atomic_size_t count;
 static atomic_int stopping;
 static atomic_int xruns;
 static volatile sig_atomic_t got_signal;
+static uint64_t last_stamp; /* process thread only */
 
 static uint64_t clock_ns(clockid_t id)
 {
@@ -134,9 +136,10 @@ static void body(jack_nframes_t n, uint64_t wake, uint64_t cpu0, struct record *
         } else {
             r->stamp_ns = stamp_read(in);
         }
-        /* Stale: older than this cycle's start (microsecond resolution). */
-        if (pos == LAST && (r->stamp_ns == 0 || r->stamp_ns + 1000 < r->start_ns))
+        /* Stale: the block of the cycle before, again. */
+        if (r->stamp_ns == 0 || r->stamp_ns == last_stamp)
             r->lost = 1;
+        last_stamp = r->stamp_ns;
     }
     uint64_t budget = (uint64_t)(busy_pct / 100.0 * period_us * 1000.0);
     while (clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu0 < budget)

@@ -5,17 +5,18 @@
 use super::chain::RunData;
 use super::records::Rec;
 use serde_json::{json, Value};
+use std::collections::HashMap;
 
 /// One run's numbers (times in µs).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunMetrics {
     /// Cycles the first client ran in the window.
     pub cycles: u64,
-    /// End of chain (last client's return − cycle start), median.
+    /// End of chain (last client's return − the server's cycle start as the first client saw it), median.
     pub eoc_p50: f64,
     /// End of chain, 99th percentile.
     pub eoc_p99: f64,
-    /// Cycle start → first client's return from `jack_cycle_wait`, median.
+    /// Cycle start → first client's return from `jack_cycle_wait`, median (negative: the server's reported start lies after the wake-up).
     pub first_wake_p50: f64,
     /// Hop (next client's return from `jack_cycle_wait` − previous client's
     /// body end), median over every hop of every cycle.
@@ -30,7 +31,7 @@ pub struct RunMetrics {
     pub stamp_p50: f64,
     /// Data stamp, 99th percentile.
     pub stamp_p99: f64,
-    /// Blocks that reached the last client without this cycle's stamp, or not at all.
+    /// Blocks (first client's stamps) that never reached the last client.
     pub lost: u64,
     /// The server's xruns in the window, as the last client's xrun callback counted them.
     pub xruns: u64,
@@ -39,7 +40,7 @@ pub struct RunMetrics {
 }
 
 /// Nearest-rank percentile `p` (0–100) of `v` (sorted here), in µs from ns.
-fn pct(v: &mut [u64], p: f64) -> f64 {
+fn pct(v: &mut [i64], p: f64) -> f64 {
     if v.is_empty() {
         return f64::NAN;
     }
@@ -48,56 +49,52 @@ fn pct(v: &mut [u64], p: f64) -> f64 {
     v[i] as f64 / 1000.0
 }
 
-/// The numbers of one run whose period is `period_ns`.
-pub fn compute(d: &RunData, period_ns: u64) -> RunMetrics {
+/// `b − a` in ns, signed.
+fn diff(b: u64, a: u64) -> i64 {
+    b as i64 - a as i64
+}
+
+/// The numbers of one run. Cycles are those whose first client woke in the
+/// window; the clients' records of one cycle are joined by the data stamp
+/// (the first client's wake-up time, unique per cycle, copied on by each
+/// client), not by the servers' cycle start: jackd2 reports a cycle start
+/// its delay-locked loop predicts, which a loaded machine moves by
+/// milliseconds.
+pub fn compute(d: &RunData) -> RunMetrics {
     let (t0, t1) = d.window_ns;
     let Some(first) = d.clients.first() else {
         return RunMetrics::default();
     };
     let last = d.clients.last().unwrap_or(first);
-    let in_window: Vec<&Rec> = first
-        .recs
-        .iter()
-        .filter(|r| r.start >= t0 && r.start <= t1)
-        .collect();
+    let in_window = |r: &&Rec| r.wake >= t0 && r.wake <= t1;
+    let firsts: Vec<&Rec> = first.recs.iter().filter(in_window).collect();
+    let maps: Vec<HashMap<u64, &Rec>> = d.clients.iter().map(|c| c.by_stamp()).collect();
     let (mut eoc, mut first_wake, mut hops) = (Vec::new(), Vec::new(), Vec::new());
     let (mut wake_cpu, mut signal, mut stamp) = (Vec::new(), Vec::new(), Vec::new());
     let mut lost = 0;
-    for r1 in &in_window {
-        first_wake.push(r1.wake.saturating_sub(r1.start));
-        let chain: Vec<Option<&Rec>> = d
-            .clients
-            .iter()
-            .map(|c| c.at(r1.start, period_ns))
-            .collect();
+    for r1 in &firsts {
+        first_wake.push(diff(r1.wake, r1.start));
+        let chain: Vec<Option<&Rec>> = maps.iter().map(|m| m.get(&r1.wake).copied()).collect();
         for (a, b) in chain.iter().zip(chain.iter().skip(1)) {
             if let (Some(a), Some(b)) = (a, b) {
-                hops.push(b.wake.saturating_sub(a.ret));
+                hops.push(diff(b.wake, a.ret));
             }
         }
         for r in chain.iter().flatten() {
-            wake_cpu.push(r.wait_cpu);
-            signal.push(r.sig.saturating_sub(r.ret));
+            wake_cpu.push(r.wait_cpu as i64);
+            signal.push(diff(r.sig, r.ret));
         }
-        match last.at(r1.start, period_ns) {
+        match chain.last().copied().flatten() {
             Some(rl) => {
-                eoc.push(rl.ret.saturating_sub(rl.start));
-                if rl.lost {
-                    lost += 1;
-                } else {
-                    stamp.push(rl.ret.saturating_sub(rl.stamp));
-                }
+                eoc.push(diff(rl.ret, r1.start));
+                stamp.push(diff(rl.ret, r1.wake));
             }
             None => lost += 1,
         }
     }
-    let cycles = in_window.len() as u64;
-    let last_in: Vec<&Rec> = last
-        .recs
-        .iter()
-        .filter(|r| r.start >= t0 && r.start <= t1)
-        .collect();
-    let xruns = match (last_in.first(), last_in.last()) {
+    let cycles = firsts.len() as u64;
+    let lasts: Vec<&Rec> = last.recs.iter().filter(in_window).collect();
+    let xruns = match (lasts.first(), lasts.last()) {
         (Some(a), Some(b)) => b.xruns.saturating_sub(a.xruns),
         _ => 0,
     };
@@ -220,7 +217,7 @@ mod tests {
     }
 
     #[test]
-    fn joins_clients_by_cycle_and_counts_lost_blocks() {
+    fn joins_clients_by_stamp_and_counts_lost_blocks() {
         let p = 1_000_000;
         let c1 = ClientRecords {
             recs: (0..4)
@@ -228,7 +225,7 @@ mod tests {
                 .collect(),
             ..Default::default()
         };
-        // The last client: cycle 1 stale, cycle 3 missing.
+        // The last client: cycle 1 brings cycle 0's block again, cycle 3 is missing.
         let c2 = ClientRecords {
             recs: vec![
                 rec(0, 70_000, 90_000, 50_000, false),
@@ -246,7 +243,7 @@ mod tests {
         };
         let d = RunData {
             clients: vec![c1, c2],
-            window_ns: (0, 3 * p),
+            window_ns: (0, 3 * p + 60_000),
             driver: DriverThread {
                 tid: 1,
                 comm: "x".into(),
@@ -254,13 +251,15 @@ mod tests {
             },
             driver_cpu_ns: 40_000,
         };
-        let m = compute(&d, p);
+        let m = compute(&d);
         assert_eq!(m.cycles, 4);
         assert_eq!(m.lost, 2);
         assert_eq!(m.xruns, 2, "xruns counted in the window only");
         assert_eq!(m.first_wake_p50, 50.0);
         assert_eq!(m.hop_p50, 10.0);
-        assert_eq!(m.eoc_p99, 97.0);
+        assert_eq!(m.hop_p99, 20.0);
+        assert_eq!(m.eoc_p50, 90.0);
+        assert_eq!(m.eoc_p99, 100.0);
         assert_eq!(m.stamp_p50, 40.0);
         assert_eq!(m.driver_cpu, 10.0);
         assert_eq!(m.signal_p50, 1.0);
@@ -268,7 +267,7 @@ mod tests {
 
     #[test]
     fn percentiles_are_nearest_rank() {
-        let mut v: Vec<u64> = (1..=100).map(|x| x * 1000).collect();
+        let mut v: Vec<i64> = (1..=100).map(|x| x * 1000).collect();
         assert_eq!(pct(&mut v, 50.0), 50.0);
         assert_eq!(pct(&mut v, 99.0), 99.0);
         assert!(pct(&mut [], 50.0).is_nan());

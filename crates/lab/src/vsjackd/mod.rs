@@ -108,7 +108,6 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
     remove_stale_dirs("vsj");
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let loadclient = chain::compile_loadclient(&a.out.join("bin"))?;
-    let period_ns = resound_shm::time::frames_to_ns(a.frames.into(), a.rate);
     let mut results = Vec::new();
     for &load in &a.load {
         for run in 0..p.runs as usize {
@@ -137,7 +136,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                     .as_ref()
                     .map(|d| format!("{} {} ({})", d.driver.tid, d.driver.comm, d.driver.found_by))
                     .unwrap_or_default();
-                let metrics = data.map(|d| metrics::compute(&d, period_ns));
+                let metrics = data.map(|d| metrics::compute(&d));
                 match &metrics {
                     Ok(m) => eprintln!(
                         " end of chain p50 {:.1} us, {} cycles, {} lost, {} xruns",

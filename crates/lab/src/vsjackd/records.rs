@@ -2,6 +2,7 @@
 //! (`OUT.csv`: a header, one row per cycle, then `#xruns N` and `#full 0|1`).
 //! Runs on the bench's main thread.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 /// One cycle as one client saw it (CLOCK_MONOTONIC ns).
@@ -19,7 +20,7 @@ pub struct Rec {
     pub sig: u64,
     /// The data stamp read from the input (0: none).
     pub stamp: u64,
-    /// Last client: the block's stamp was missing or stale.
+    /// The block had no stamp, or the one of the block before (stale).
     pub lost: bool,
     /// The xruns the client's xrun callback had counted by this cycle.
     pub xruns: u64,
@@ -37,12 +38,14 @@ pub struct ClientRecords {
 }
 
 impl ClientRecords {
-    /// The record whose cycle started within a quarter period of `start`.
-    pub fn at(&self, start: u64, period_ns: u64) -> Option<&Rec> {
-        let i = self.recs.partition_point(|r| r.start < start);
-        let near = |r: &&Rec| r.start.abs_diff(start) <= period_ns / 4;
-        let after = self.recs.get(i).filter(near);
-        after.or_else(|| i.checked_sub(1).and_then(|j| self.recs.get(j)).filter(near))
+    /// Its records by the data stamp they carried: the first record with
+    /// each stamp (a later one with the same stamp got a stale block).
+    pub fn by_stamp(&self) -> HashMap<u64, &Rec> {
+        let mut m = HashMap::with_capacity(self.recs.len());
+        for r in self.recs.iter().filter(|r| r.stamp != 0) {
+            m.entry(r.stamp).or_insert(r);
+        }
+        m
     }
 }
 
@@ -114,11 +117,11 @@ mod tests {
     }
 
     #[test]
-    fn finds_a_cycle_by_start_within_a_quarter_period() {
+    fn finds_a_cycle_by_its_stamp() {
         let c = parse(TEXT).unwrap();
-        assert_eq!(c.at(1990, 1000).unwrap().start, 2000);
-        assert_eq!(c.at(1240, 1000).unwrap().start, 1000);
-        assert!(c.at(1500, 1000).is_none());
+        let m = c.by_stamp();
+        assert_eq!(m[&2100].start, 2000);
+        assert_eq!(m.len(), 1, "a block without a stamp is not joined");
     }
 
     #[test]

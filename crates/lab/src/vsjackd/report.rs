@@ -1,6 +1,6 @@
 //! The bench's outputs: a table per load (each server's median over runs,
 //! and resound ÷ jackd2 with its spread over the runs, run i of resound over
-//! run i of jackd2), `runs.csv` and `runs.json` with every run's numbers.
+//! run i of jackd2; counts are totals), `runs.csv` and `runs.json` with every run's numbers.
 //! Runs on the bench's main thread.
 
 use super::chain::Kind;
@@ -50,28 +50,28 @@ fn values(
         .collect()
 }
 
-/// The ratio of medians and the min–max of the per-run ratios of `kind` to jackd2.
+/// The median and the min–max of the per-run ratios of `kind` to jackd2
+/// (run i over run i: the runs alternate, so each pair saw the same machine).
 fn ratio(rs: &[RunResult], load: f64, kind: Kind, get: fn(&RunMetrics) -> f64) -> String {
     let ours = values(rs, load, kind, get);
     let theirs = values(rs, load, Kind::Jackd, get);
-    let m = |v: &[(usize, f64)]| median(&v.iter().map(|x| x.1).collect::<Vec<_>>());
-    let (a, b) = (m(&ours), m(&theirs));
-    if !(a.is_finite() && b.is_finite()) || b == 0.0 {
-        return "-".into();
-    }
     let per_run: Vec<f64> = ours
         .iter()
         .filter_map(|(run, x)| {
             let y = theirs.iter().find(|t| t.0 == *run)?.1;
-            (y != 0.0 && x.is_finite() && y.is_finite()).then_some(x / y)
+            (y > 0.0 && *x >= 0.0 && x.is_finite() && y.is_finite()).then_some(x / y)
         })
         .collect();
+    if per_run.is_empty() {
+        return "-".into();
+    }
     let lo = per_run.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = per_run.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mid = median(&per_run);
     if per_run.len() > 1 {
-        format!("{:.2} [{lo:.2}-{hi:.2}]", a / b)
+        format!("{mid:.2} [{lo:.2}-{hi:.2}]")
     } else {
-        format!("{:.2}", a / b)
+        format!("{mid:.2}")
     }
 }
 
@@ -98,13 +98,20 @@ pub fn table(rs: &[RunResult], load: f64, kinds: &[Kind], head: &str) -> String 
     for m in METRICS {
         let mut line = format!("{:<34}", m.label);
         for k in kinds {
-            let v = values(rs, load, *k, m.get);
-            line += &format!(
-                " {:>16}",
-                cell(median(&v.iter().map(|x| x.1).collect::<Vec<_>>()))
-            );
+            let v: Vec<f64> = values(rs, load, *k, m.get).iter().map(|x| x.1).collect();
+            let shown = if m.count {
+                format!("{:.0}", v.iter().sum::<f64>())
+            } else {
+                cell(median(&v))
+            };
+            line += &format!(" {shown:>16}");
             if *k != Kind::Jackd && kinds.contains(&Kind::Jackd) {
-                line += &format!(" {:>17}", ratio(rs, load, *k, m.get));
+                let r = if m.count {
+                    "-".into()
+                } else {
+                    ratio(rs, load, *k, m.get)
+                };
+                line += &format!(" {r:>17}");
             }
         }
         o += &line;
@@ -186,7 +193,7 @@ mod tests {
     }
 
     #[test]
-    fn ratio_is_of_medians_with_per_run_spread() {
+    fn ratio_is_the_median_of_per_run_ratios_with_their_spread() {
         let rs = vec![
             run(1.0, 0, Kind::Jackd, 100.0),
             run(1.0, 0, Kind::Fifo, 120.0),
@@ -195,7 +202,7 @@ mod tests {
         ];
         assert_eq!(
             ratio(&rs, 1.0, Kind::Fifo, |m| m.eoc_p50),
-            "1.00 [0.90-1.20]"
+            "1.05 [0.90-1.20]"
         );
         let t = table(&rs, 1.0, &[Kind::Jackd, Kind::Fifo], "head");
         assert!(t.contains("end of chain p50 (us)"));
