@@ -1,5 +1,5 @@
 //! `resound`: the control command (status, lsp, connect, disconnect, bufsize,
-//! load/unload, profile, monitor, reserve, experiment, demo).
+//! load/unload, profile, monitor, reserve, experiment, demo, bench).
 
 use clap::{Parser, Subcommand};
 use resound_client::prelude::*;
@@ -110,6 +110,18 @@ enum Cmd {
     /// Legacy applications: trace a process, find its period, analyse reservations.
     #[command(subcommand)]
     Legacy(crate::legacy::LegacyCmd),
+    /// Benchmarks against other servers.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+/// `resound bench` subcommands.
+#[derive(Debug, Subcommand)]
+enum BenchCmd {
+    /// Run the same chain of C JACK clients on Debian's jackd2 and on resound (SCHED_FIFO and
+    /// reservations), alternated, and print each server's medians and resound/jackd2 ratios:
+    /// end of chain, hops, libjack overhead, data-stamp latency, lost blocks, xruns, driver CPU.
+    Jackd(resound_lab::vsjackd::VsJackdArgs),
 }
 
 /// Entry point of the binary.
@@ -125,6 +137,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Run { cmd } => run(cli.server.as_deref(), &cmd),
         Cmd::Legacy(c) => crate::legacy::run(cli.server.as_deref(), c),
         Cmd::Devices => crate::devices::run(),
+        Cmd::Bench(BenchCmd::Jackd(a)) => resound_lab::vsjackd::run(a),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {
@@ -414,7 +427,8 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
         | Cmd::Monitor(_)
         | Cmd::Run { .. }
         | Cmd::Devices
-        | Cmd::Legacy(_) => unreachable!(),
+        | Cmd::Legacy(_)
+        | Cmd::Bench(_) => unreachable!(),
     }
     Ok(())
 }

@@ -17,10 +17,13 @@
 //! * [`harness`]: the one child-process harness (a server under a unique
 //!   name in its own runtime directory, tool clients, readiness, JSON
 //!   results, stop guards) that the end-to-end tests, the activation bench,
-//!   the experiment and the demo share.
+//!   the experiment and the demo share;
+//! * [`vsjackd`]: `resound bench jackd`, the same chain of C JACK clients on
+//!   Debian's jackd2 and on resound, alternated, with the ratios.
 
 pub mod experiment;
 pub mod harness;
 pub mod periodic;
 pub mod rtapp;
 pub mod tools;
+pub mod vsjackd;

@@ -97,6 +97,11 @@ impl Jackd {
         }
     }
 
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.process.pid()
+    }
+
     /// Its log so far (stderr and stdout are not separated by jackd).
     pub fn log(&self) -> String {
         self.process.log().text()

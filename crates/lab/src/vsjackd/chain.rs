@@ -1,0 +1,269 @@
+//! One run of the chain on one server: start the server (Debian's jackd2 or
+//! a `resoundd` under a unique name), start the `loadclient` chain
+//! capture → c1 → … → cN → playback, sample the driver thread's schedstat
+//! around the measured window, stop the clients (they write their records)
+//! and the server, and read the records back. Also compiles `loadclient.c`.
+//! Runs on the bench's main thread.
+
+use super::records::{read_client_csv, ClientRecords};
+use super::schedstat::{driver_thread, thread_cpu_ns, DriverThread};
+use crate::harness::{
+    dummy_driver_args, Bins, Child, ChildOptions, Jackd, Server, ServerSpec, StderrMode,
+};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// The load client's source, compiled at run time against the
+/// distribution's JACK headers.
+const LOADCLIENT_C: &str = include_str!("../../c/loadclient.c");
+
+/// SCHED_FIFO priority of both servers' driver threads (clients get one less
+/// on both).
+const PRIORITY: &str = "10";
+
+/// Which server a run uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Debian's jackd2 with the distribution's libjack.
+    Jackd,
+    /// resoundd `--sched fifo` with resound's libjack.so.0.
+    Fifo,
+    /// resoundd `--sched deadline` (reservations, reclaiming; the default).
+    Deadline,
+}
+
+impl Kind {
+    /// Every kind, in the order runs alternate.
+    pub const ALL: [Kind; 3] = [Kind::Jackd, Kind::Fifo, Kind::Deadline];
+
+    /// Its label in tables and files.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Jackd => "jackd2",
+            Kind::Fifo => "resound-fifo",
+            Kind::Deadline => "resound-deadline",
+        }
+    }
+
+    /// Parses a label or its short form (`jackd`, `fifo`, `deadline`).
+    pub fn parse(s: &str) -> Result<Kind, String> {
+        match s {
+            "jackd" | "jackd2" => Ok(Kind::Jackd),
+            "fifo" | "resound-fifo" => Ok(Kind::Fifo),
+            "deadline" | "resound-deadline" => Ok(Kind::Deadline),
+            _ => Err(format!(
+                "unknown server {s:?} (expected jackd, fifo or deadline)"
+            )),
+        }
+    }
+}
+
+/// What one run does.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    /// The server.
+    pub kind: Kind,
+    /// Clients in the chain.
+    pub clients: usize,
+    /// Busy share of the period per client (percent).
+    pub load: f64,
+    /// Sample rate.
+    pub rate: u32,
+    /// Frames per period.
+    pub frames: u32,
+    /// Settling time after the chain is complete.
+    pub warmup: Duration,
+    /// The measured window.
+    pub window: Duration,
+    /// Where the clients write their records.
+    pub dir: PathBuf,
+}
+
+/// What one run collected.
+#[derive(Debug)]
+pub struct RunData {
+    /// Each client's records, c1 first.
+    pub clients: Vec<ClientRecords>,
+    /// The measured window (CLOCK_MONOTONIC ns).
+    pub window_ns: (u64, u64),
+    /// The driver thread and its CPU time over the window.
+    pub driver: DriverThread,
+    /// Driver thread CPU time over the window (ns).
+    pub driver_cpu_ns: u64,
+}
+
+/// A started server of either kind.
+enum Running {
+    Jackd(Jackd),
+    Resound(Server),
+}
+
+impl Running {
+    fn pid(&self) -> u32 {
+        match self {
+            Running::Jackd(j) => j.pid(),
+            Running::Resound(s) => s.pid(),
+        }
+    }
+
+    /// A command for `prog` on this server, with the right libjack.
+    fn command(&self, prog: &Path, libjack_dir: &Path) -> Command {
+        match self {
+            Running::Jackd(j) => j.command(prog),
+            Running::Resound(s) => {
+                let mut c = s.command(prog);
+                c.env("JACK_DEFAULT_SERVER", &s.name)
+                    .env("JACK_NO_START_SERVER", "1")
+                    .env("LD_LIBRARY_PATH", libjack_dir)
+                    .env_remove("LD_PRELOAD");
+                c
+            }
+        }
+    }
+}
+
+/// Where resound's `libjack.so.0` is: `$RESOUND_LIBJACK_DIR`, else beside
+/// `resoundd` (where cargo builds it).
+pub fn libjack_dir(bins: &Bins) -> Result<PathBuf, String> {
+    let mut tried = Vec::new();
+    let env = std::env::var_os("RESOUND_LIBJACK_DIR").map(PathBuf::from);
+    let beside = bins.resoundd.parent().map(Path::to_path_buf);
+    for d in env.into_iter().chain(beside) {
+        if d.join("libjack.so.0").is_file() {
+            return Ok(d);
+        }
+        tried.push(d.display().to_string());
+    }
+    Err(format!(
+        "resound's libjack.so.0 not found (looked in {}); build it (cargo build -p resound-libjack) or set RESOUND_LIBJACK_DIR",
+        tried.join(", ")
+    ))
+}
+
+/// Compiles `loadclient.c` into `dir` with `cc` against the distribution's
+/// JACK headers (`-ljack`) and returns the binary.
+pub fn compile_loadclient(dir: &Path) -> Result<PathBuf, String> {
+    if !Path::new("/usr/include/jack/jack.h").exists() {
+        return Err(
+            "the JACK headers are missing (apt-get install libjack-jackd2-dev, or scripts/setup.sh with RESOUND_SETUP_TESTS=1)".into(),
+        );
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let src = dir.join("loadclient.c");
+    std::fs::write(&src, LOADCLIENT_C).map_err(|e| format!("{}: {e}", src.display()))?;
+    let exe = dir.join("loadclient");
+    let out = Command::new("cc")
+        .args(["-std=gnu11", "-O2", "-Wall", "-Wextra", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(["-ljack", "-lm", "-lpthread"])
+        .output()
+        .map_err(|e| format!("cannot run the C compiler cc: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "compiling loadclient.c failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    Ok(exe)
+}
+
+/// Starts the server of `kind` under a unique name.
+fn start_server(kind: Kind, bins: &Bins, rate: u32, frames: u32) -> Result<Running, String> {
+    let driver = dummy_driver_args(rate, frames);
+    match kind {
+        Kind::Jackd => {
+            let mut args = vec!["-R", "-P", PRIORITY];
+            args.extend(driver.iter().map(String::as_str));
+            Ok(Running::Jackd(Jackd::start("vsj", &args)?))
+        }
+        Kind::Fifo | Kind::Deadline => {
+            let sched = if kind == Kind::Fifo {
+                "fifo"
+            } else {
+                "deadline"
+            };
+            let mut args = vec!["-P", PRIORITY, "--sched", sched];
+            args.extend(driver.iter().map(String::as_str));
+            let mut spec = ServerSpec::new(bins.clone(), "vsj", &args);
+            spec.child.stderr = StderrMode::Keep {
+                keep: 200,
+                echo: None,
+            };
+            Ok(Running::Resound(Server::start(spec)?))
+        }
+    }
+}
+
+/// Runs the chain once on a fresh server.
+pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunData, String> {
+    let libjack = libjack_dir(bins)?;
+    std::fs::create_dir_all(&spec.dir).map_err(|e| format!("{}: {e}", spec.dir.display()))?;
+    let server = start_server(spec.kind, bins, spec.rate, spec.frames)?;
+    let record_s = (spec.warmup + spec.window).as_secs_f64() + 30.0;
+    let mut clients: Vec<Child> = Vec::new();
+    let mut files = Vec::new();
+    for i in 1..=spec.clients {
+        let name = format!("c{i}");
+        let pos = match i {
+            1 => "first",
+            i if i == spec.clients => "last",
+            _ => "middle",
+        };
+        let file = spec.dir.join(format!("{name}.csv"));
+        let mut cmd = server.command(loadclient, &libjack);
+        cmd.args(["-n", &name, "-p", pos, "-b", &spec.load.to_string()])
+            .args(["-s", &format!("{record_s:.0}"), "-o"])
+            .arg(&file);
+        if i > 1 {
+            cmd.args(["-f", &format!("c{}:out", i - 1)]);
+        }
+        let opts = ChildOptions {
+            stderr: StderrMode::Keep {
+                keep: 50,
+                echo: None,
+            },
+            ..ChildOptions::default()
+        };
+        let mut c = Child::spawn(cmd, &name, &opts)?;
+        c.wait_event("ready", Duration::from_secs(15), &mut || Ok(()))?;
+        clients.push(c);
+        files.push(file);
+    }
+    std::thread::sleep(spec.warmup);
+    let driver = driver_thread(server.pid(), spec.kind == Kind::Jackd)?;
+    let (cpu0, t0) = (thread_cpu_ns(server.pid(), driver.tid)?, now_ns());
+    let started = Instant::now();
+    while started.elapsed() < spec.window {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (cpu1, t1) = (thread_cpu_ns(server.pid(), driver.tid)?, now_ns());
+    // Last first, so no client waits on a stopped upstream for long.
+    for c in clients.iter_mut().rev() {
+        c.stop_and_report("done", Duration::from_secs(10))?;
+    }
+    drop(server);
+    let clients = files
+        .iter()
+        .map(|f| read_client_csv(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RunData {
+        clients,
+        window_ns: (t0, t1),
+        driver,
+        driver_cpu_ns: cpu1.saturating_sub(cpu0),
+    })
+}
+
+/// CLOCK_MONOTONIC now, in ns (the clock of the clients' records).
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes only the timespec we pass, which lives
+    // across the call; CLOCK_MONOTONIC is always available.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}

@@ -1,0 +1,275 @@
+//! One run's numbers from the clients' records: the cycles whose start lies
+//! in the measured window, joined across clients by their cycle start.
+//! Runs on the bench's main thread.
+
+use super::chain::RunData;
+use super::records::Rec;
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+/// One run's numbers (times in µs).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunMetrics {
+    /// Cycles the first client ran in the window.
+    pub cycles: u64,
+    /// End of chain (last client's return − the server's cycle start as the first client saw it), median.
+    pub eoc_p50: f64,
+    /// End of chain, 99th percentile.
+    pub eoc_p99: f64,
+    /// Cycle start → first client's return from `jack_cycle_wait`, median (negative: the server's reported start lies after the wake-up).
+    pub first_wake_p50: f64,
+    /// Hop (next client's return from `jack_cycle_wait` − previous client's
+    /// body end), median over every hop of every cycle.
+    pub hop_p50: f64,
+    /// Hop, 99th percentile.
+    pub hop_p99: f64,
+    /// Thread CPU inside `jack_cycle_wait` (libjack's wake-side work), median over clients and cycles.
+    pub wake_cpu_p50: f64,
+    /// Time inside `jack_cycle_signal` (waking the downstream), median.
+    pub signal_p50: f64,
+    /// Data stamp: last client's return − first client's wake, median.
+    pub stamp_p50: f64,
+    /// Data stamp, 99th percentile.
+    pub stamp_p99: f64,
+    /// Blocks (first client's stamps) that never reached the last client.
+    pub lost: u64,
+    /// The server's xruns in the window, as the last client's xrun callback counted them.
+    pub xruns: u64,
+    /// Driver thread CPU per cycle (schedstat difference ÷ cycles).
+    pub driver_cpu: f64,
+}
+
+/// Nearest-rank percentile `p` (0–100) of `v` (sorted here), in µs from ns.
+fn pct(v: &mut [i64], p: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_unstable();
+    let i = ((p / 100.0 * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1;
+    v[i] as f64 / 1000.0
+}
+
+/// `b − a` in ns, signed.
+fn diff(b: u64, a: u64) -> i64 {
+    b as i64 - a as i64
+}
+
+/// The numbers of one run. Cycles are those whose first client woke in the
+/// window; the clients' records of one cycle are joined by the data stamp
+/// (the first client's wake-up time, unique per cycle, copied on by each
+/// client), not by the servers' cycle start: jackd2 reports a cycle start
+/// its delay-locked loop predicts, which a loaded machine moves by
+/// milliseconds.
+pub fn compute(d: &RunData) -> RunMetrics {
+    let (t0, t1) = d.window_ns;
+    let Some(first) = d.clients.first() else {
+        return RunMetrics::default();
+    };
+    let last = d.clients.last().unwrap_or(first);
+    let in_window = |r: &&Rec| r.wake >= t0 && r.wake <= t1;
+    let firsts: Vec<&Rec> = first.recs.iter().filter(in_window).collect();
+    let maps: Vec<HashMap<u64, &Rec>> = d.clients.iter().map(|c| c.by_stamp()).collect();
+    let (mut eoc, mut first_wake, mut hops) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut wake_cpu, mut signal, mut stamp) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lost = 0;
+    for r1 in &firsts {
+        first_wake.push(diff(r1.wake, r1.start));
+        let chain: Vec<Option<&Rec>> = maps.iter().map(|m| m.get(&r1.wake).copied()).collect();
+        for (a, b) in chain.iter().zip(chain.iter().skip(1)) {
+            if let (Some(a), Some(b)) = (a, b) {
+                hops.push(diff(b.wake, a.ret));
+            }
+        }
+        for r in chain.iter().flatten() {
+            wake_cpu.push(r.wait_cpu as i64);
+            signal.push(diff(r.sig, r.ret));
+        }
+        match chain.last().copied().flatten() {
+            Some(rl) => {
+                eoc.push(diff(rl.ret, r1.start));
+                stamp.push(diff(rl.ret, r1.wake));
+            }
+            None => lost += 1,
+        }
+    }
+    let cycles = firsts.len() as u64;
+    let lasts: Vec<&Rec> = last.recs.iter().filter(in_window).collect();
+    let xruns = match (lasts.first(), lasts.last()) {
+        (Some(a), Some(b)) => b.xruns.saturating_sub(a.xruns),
+        _ => 0,
+    };
+    RunMetrics {
+        cycles,
+        eoc_p50: pct(&mut eoc, 50.0),
+        eoc_p99: pct(&mut eoc, 99.0),
+        first_wake_p50: pct(&mut first_wake, 50.0),
+        hop_p50: pct(&mut hops, 50.0),
+        hop_p99: pct(&mut hops, 99.0),
+        wake_cpu_p50: pct(&mut wake_cpu, 50.0),
+        signal_p50: pct(&mut signal, 50.0),
+        stamp_p50: pct(&mut stamp, 50.0),
+        stamp_p99: pct(&mut stamp, 99.0),
+        lost,
+        xruns,
+        driver_cpu: if cycles == 0 {
+            f64::NAN
+        } else {
+            d.driver_cpu_ns as f64 / cycles as f64 / 1000.0
+        },
+    }
+}
+
+/// One metric of the table: its key, its label and how to read it from a run.
+pub struct Metric {
+    /// Column name in the CSV and key in the JSON.
+    pub key: &'static str,
+    /// Row label in the table.
+    pub label: &'static str,
+    /// Its value in a run.
+    pub get: fn(&RunMetrics) -> f64,
+    /// A count: the table shows its total over runs, without a ratio.
+    pub count: bool,
+}
+
+/// A time metric (µs; the table shows the median over runs and a ratio).
+const fn time(key: &'static str, label: &'static str, get: fn(&RunMetrics) -> f64) -> Metric {
+    Metric {
+        key,
+        label,
+        get,
+        count: false,
+    }
+}
+
+/// A count (the table shows the total over runs).
+const fn count(key: &'static str, label: &'static str, get: fn(&RunMetrics) -> f64) -> Metric {
+    Metric {
+        key,
+        label,
+        get,
+        count: true,
+    }
+}
+
+/// Every metric, in table order.
+pub const METRICS: &[Metric] = &[
+    time("eoc_p50_us", "end of chain p50 (us)", |m| m.eoc_p50),
+    time("eoc_p99_us", "end of chain p99 (us)", |m| m.eoc_p99),
+    time(
+        "first_wake_p50_us",
+        "cycle start -> c1 wake p50 (us)",
+        |m| m.first_wake_p50,
+    ),
+    time("hop_p50_us", "hop return -> wake p50 (us)", |m| m.hop_p50),
+    time("hop_p99_us", "hop return -> wake p99 (us)", |m| m.hop_p99),
+    time("wake_cpu_p50_us", "libjack wake side CPU p50 (us)", |m| {
+        m.wake_cpu_p50
+    }),
+    time("signal_p50_us", "libjack signal call p50 (us)", |m| {
+        m.signal_p50
+    }),
+    time("stamp_p50_us", "data stamp c1 -> cN p50 (us)", |m| {
+        m.stamp_p50
+    }),
+    time("stamp_p99_us", "data stamp c1 -> cN p99 (us)", |m| {
+        m.stamp_p99
+    }),
+    count("lost_blocks", "lost blocks (total)", |m| m.lost as f64),
+    count("xruns", "xruns (server's count, total)", |m| m.xruns as f64),
+    time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
+        m.driver_cpu
+    }),
+];
+
+impl RunMetrics {
+    /// As a JSON object (metric keys, plus `cycles`).
+    pub fn to_json(&self) -> Value {
+        let mut o = serde_json::Map::new();
+        o.insert("cycles".into(), json!(self.cycles));
+        for m in METRICS {
+            let v = (m.get)(self);
+            o.insert(
+                m.key.into(),
+                if v.is_finite() { json!(v) } else { Value::Null },
+            );
+        }
+        Value::Object(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::records::ClientRecords;
+    use super::super::schedstat::DriverThread;
+    use super::*;
+
+    fn rec(start: u64, wake: u64, ret: u64, stamp: u64, lost: bool) -> Rec {
+        Rec {
+            start,
+            wake,
+            wait_cpu: 2_000,
+            ret,
+            sig: ret + 1_000,
+            stamp,
+            lost,
+            xruns: start / 1_000_000,
+        }
+    }
+
+    #[test]
+    fn joins_clients_by_stamp_and_counts_lost_blocks() {
+        let p = 1_000_000;
+        let c1 = ClientRecords {
+            recs: (0..4)
+                .map(|i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
+                .collect(),
+            ..Default::default()
+        };
+        // The last client: cycle 1 brings cycle 0's block again, cycle 3 is missing.
+        let c2 = ClientRecords {
+            recs: vec![
+                rec(0, 70_000, 90_000, 50_000, false),
+                rec(p, p + 70_000, p + 90_000, 50_000, true),
+                rec(
+                    2 * p + 3_000,
+                    2 * p + 80_000,
+                    2 * p + 100_000,
+                    2 * p + 50_000,
+                    false,
+                ),
+            ],
+            xruns: 2,
+            full: false,
+        };
+        let d = RunData {
+            clients: vec![c1, c2],
+            window_ns: (0, 3 * p + 60_000),
+            driver: DriverThread {
+                tid: 1,
+                comm: "x".into(),
+                found_by: "test",
+            },
+            driver_cpu_ns: 40_000,
+        };
+        let m = compute(&d);
+        assert_eq!(m.cycles, 4);
+        assert_eq!(m.lost, 2);
+        assert_eq!(m.xruns, 2, "xruns counted in the window only");
+        assert_eq!(m.first_wake_p50, 50.0);
+        assert_eq!(m.hop_p50, 10.0);
+        assert_eq!(m.hop_p99, 20.0);
+        assert_eq!(m.eoc_p50, 90.0);
+        assert_eq!(m.eoc_p99, 100.0);
+        assert_eq!(m.stamp_p50, 40.0);
+        assert_eq!(m.driver_cpu, 10.0);
+        assert_eq!(m.signal_p50, 1.0);
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let mut v: Vec<i64> = (1..=100).map(|x| x * 1000).collect();
+        assert_eq!(pct(&mut v, 50.0), 50.0);
+        assert_eq!(pct(&mut v, 99.0), 99.0);
+        assert!(pct(&mut [], 50.0).is_nan());
+    }
+}

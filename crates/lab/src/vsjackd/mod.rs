@@ -1,0 +1,204 @@
+//! `resound bench jackd`: the same workload on Debian's jackd2 and on
+//! resound, side by side in one run.
+//!
+//! For each load, N repetitions alternate the servers (jackd2, resound with
+//! SCHED_FIFO, resound with reservations, jackd2, …); each run starts a fresh
+//! server under a unique name on the dummy driver, a chain of the one C load
+//! client ([`chain`], `crates/lab/c/loadclient.c`, linked with `-ljack`: the
+//! distribution's libjack on jackd2, resound's libjack.so.0 on resound)
+//! capture → c1 → … → cN → playback, lets it settle, measures a window, and
+//! reads the clients' per-cycle records ([`records`]) and the driver
+//! thread's schedstat ([`schedstat`]) into one run's numbers ([`metrics`]).
+//! Prints a table per load with each server's median over runs and resound
+//! ÷ jackd2 with its spread, and writes `runs.csv`, `runs.json` and
+//! `table.txt` ([`report`]). Runs on the command's main thread; the clients
+//! and servers are child processes.
+
+pub mod chain;
+pub mod metrics;
+pub mod records;
+pub mod report;
+pub mod schedstat;
+
+use crate::harness::{remove_stale_dirs, Bins, Jackd};
+use chain::{Kind, RunSpec};
+use report::RunResult;
+use serde_json::json;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Options of `resound bench jackd`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct VsJackdArgs {
+    /// Repetitions per load, servers alternated within each (default 3; 1 with --quick).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: Option<u32>,
+    /// Measured seconds per run (default 15; 3 with --quick).
+    #[arg(long)]
+    pub seconds: Option<f64>,
+    /// A short run: 3 s per run and one repetition, unless --seconds or --runs say otherwise.
+    #[arg(long)]
+    pub quick: bool,
+    /// Seconds the chain settles before the measured window.
+    #[arg(long, default_value_t = 2.0)]
+    pub warmup: f64,
+    /// Load clients in the chain (at least 2).
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=64))]
+    pub clients: u32,
+    /// Busy share of the period per client, in percent (comma-separated: one table each).
+    #[arg(long, value_delimiter = ',', default_value = "1,7.5")]
+    pub load: Vec<f64>,
+    /// Sample rate (Hz).
+    #[arg(long, default_value_t = 48000)]
+    pub rate: u32,
+    /// Frames per period.
+    #[arg(long, default_value_t = 128)]
+    pub frames: u32,
+    /// Servers to compare (comma-separated: jackd, fifo, deadline).
+    #[arg(long, value_delimiter = ',', default_value = "jackd,fifo,deadline")]
+    pub servers: Vec<String>,
+    /// Directory for runs.csv, runs.json, table.txt and the compiled load client.
+    #[arg(long, default_value = "vs-jackd")]
+    pub out: PathBuf,
+    /// Keep every client's per-cycle records (out/raw/…/cK.csv).
+    #[arg(long)]
+    pub keep_raw: bool,
+}
+
+/// Checked settings.
+struct Plan {
+    kinds: Vec<Kind>,
+    runs: u32,
+    seconds: f64,
+}
+
+fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
+    let kinds = a
+        .servers
+        .iter()
+        .map(|s| Kind::parse(s.trim()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if kinds.is_empty() {
+        return Err("--servers names no server".into());
+    }
+    if let Some(l) = a.load.iter().find(|l| !(0.0..=90.0).contains(*l)) {
+        return Err(format!("--load {l}: each load must be 0 to 90 percent"));
+    }
+    let seconds = a.seconds.unwrap_or(if a.quick { 3.0 } else { 15.0 });
+    if !(0.5..=3600.0).contains(&seconds) || !(0.0..=60.0).contains(&a.warmup) {
+        return Err("--seconds must be 0.5 to 3600 and --warmup 0 to 60".into());
+    }
+    if kinds.contains(&Kind::Jackd) && !Jackd::available() {
+        return Err(
+            "Debian's jackd (/usr/bin/jackd) is not installed: apt-get install jackd2, or leave it out with --servers fifo,deadline".into(),
+        );
+    }
+    Ok(Plan {
+        kinds,
+        runs: a.runs.unwrap_or(if a.quick { 1 } else { 3 }),
+        seconds,
+    })
+}
+
+/// Runs the bench and prints the tables.
+pub fn run(a: VsJackdArgs) -> Result<(), String> {
+    let p = plan(&a)?;
+    let bins = Bins::beside_current_exe()?;
+    chain::libjack_dir(&bins)?;
+    remove_stale_dirs("vsj");
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let loadclient = chain::compile_loadclient(&a.out.join("bin"))?;
+    let mut results = Vec::new();
+    for &load in &a.load {
+        for run in 0..p.runs as usize {
+            for &kind in &p.kinds {
+                let dir = a
+                    .out
+                    .join(format!("raw/load{load}/run{}/{}", run + 1, kind.label()));
+                let spec = RunSpec {
+                    kind,
+                    clients: a.clients as usize,
+                    load,
+                    rate: a.rate,
+                    frames: a.frames,
+                    warmup: Duration::from_secs_f64(a.warmup),
+                    window: Duration::from_secs_f64(p.seconds),
+                    dir: dir.clone(),
+                };
+                eprint!(
+                    "load {load}% run {}/{} {:<17}",
+                    run + 1,
+                    p.runs,
+                    kind.label()
+                );
+                let data = chain::run_once(&spec, &bins, &loadclient);
+                let driver = data
+                    .as_ref()
+                    .map(|d| format!("{} {} ({})", d.driver.tid, d.driver.comm, d.driver.found_by))
+                    .unwrap_or_default();
+                let metrics = data.map(|d| metrics::compute(&d));
+                match &metrics {
+                    Ok(m) => eprintln!(
+                        " end of chain p50 {:.1} us, {} cycles, {} lost, {} xruns",
+                        m.eoc_p50, m.cycles, m.lost, m.xruns
+                    ),
+                    Err(e) => eprintln!(" failed: {e}"),
+                }
+                if !a.keep_raw {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                results.push(RunResult {
+                    load,
+                    run,
+                    kind,
+                    driver,
+                    metrics,
+                });
+            }
+        }
+    }
+    if !a.keep_raw {
+        let _ = std::fs::remove_dir_all(a.out.join("raw"));
+    }
+    finish(&a, &p, &results)
+}
+
+/// Prints the tables and writes the files.
+fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String> {
+    let mut text = String::new();
+    for &load in &a.load {
+        let head = format!(
+            "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated ==",
+            a.clients, a.rate, a.frames, p.runs, p.seconds
+        );
+        text += &report::table(results, load, &p.kinds, &head);
+        text += "\n";
+    }
+    if cfg!(debug_assertions) {
+        text += "NOTE: this resound is a debug build (no optimisations): build with --release for numbers to compare.\n";
+    }
+    text += "Raw futex wake-up (the floor of a hop on this machine): cargo bench -p resound --bench activation\n";
+    print!("{text}");
+    let settings = json!({
+        "clients": a.clients, "loads_pct": a.load, "rate": a.rate, "frames": a.frames,
+        "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
+        "servers": p.kinds.iter().map(|k| k.label()).collect::<Vec<_>>(),
+    });
+    let write = |name: &str, body: String| {
+        let f = a.out.join(name);
+        std::fs::write(&f, body).map_err(|e| format!("{}: {e}", f.display()))
+    };
+    write("table.txt", text.clone())?;
+    write("runs.csv", report::csv(results))?;
+    let j = report::json(results, settings);
+    write(
+        "runs.json",
+        serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?,
+    )?;
+    eprintln!("wrote {}/{{table.txt,runs.csv,runs.json}}", a.out.display());
+    let failed = results.iter().filter(|r| r.metrics.is_err()).count();
+    if failed == results.len() {
+        return Err("every run failed (see the table)".into());
+    }
+    Ok(())
+}

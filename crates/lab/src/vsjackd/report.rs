@@ -1,0 +1,218 @@
+//! The bench's outputs: a table per load (each server's median over runs,
+//! and resound ÷ jackd2 with its spread over the runs, run i of resound over
+//! run i of jackd2; counts are totals), `runs.csv` and `runs.json` with every run's numbers.
+//! Runs on the bench's main thread.
+
+use super::chain::Kind;
+use super::metrics::{RunMetrics, METRICS};
+use serde_json::{json, Value};
+
+/// One finished run.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// Busy percent per client.
+    pub load: f64,
+    /// Repetition (0-based).
+    pub run: usize,
+    /// The server.
+    pub kind: Kind,
+    /// How its driver thread was found (and which it was).
+    pub driver: String,
+    /// Its numbers, or why it failed.
+    pub metrics: Result<RunMetrics, String>,
+}
+
+/// Median of the finite values (NaN when none).
+fn median(v: &[f64]) -> f64 {
+    let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Values of metric `get` of `kind`'s successful runs at `load`, by run.
+fn values(
+    rs: &[RunResult],
+    load: f64,
+    kind: Kind,
+    get: fn(&RunMetrics) -> f64,
+) -> Vec<(usize, f64)> {
+    rs.iter()
+        .filter(|r| r.load == load && r.kind == kind)
+        .filter_map(|r| r.metrics.as_ref().ok().map(|m| (r.run, get(m))))
+        .collect()
+}
+
+/// The median and the min–max of the per-run ratios of `kind` to jackd2
+/// (run i over run i: the runs alternate, so each pair saw the same machine).
+fn ratio(rs: &[RunResult], load: f64, kind: Kind, get: fn(&RunMetrics) -> f64) -> String {
+    let ours = values(rs, load, kind, get);
+    let theirs = values(rs, load, Kind::Jackd, get);
+    let per_run: Vec<f64> = ours
+        .iter()
+        .filter_map(|(run, x)| {
+            let y = theirs.iter().find(|t| t.0 == *run)?.1;
+            (y > 0.0 && *x >= 0.0 && x.is_finite() && y.is_finite()).then_some(x / y)
+        })
+        .collect();
+    if per_run.is_empty() {
+        return "-".into();
+    }
+    let lo = per_run.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = per_run.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let mid = median(&per_run);
+    if per_run.len() > 1 {
+        format!("{mid:.2} [{lo:.2}-{hi:.2}]")
+    } else {
+        format!("{mid:.2}")
+    }
+}
+
+fn cell(v: f64) -> String {
+    if v.is_finite() {
+        format!("{v:.1}")
+    } else {
+        "-".into()
+    }
+}
+
+/// The table for one load.
+pub fn table(rs: &[RunResult], load: f64, kinds: &[Kind], head: &str) -> String {
+    let mut o = format!("{head}\n");
+    let mut hdr = format!("{:<34}", "metric (median over runs)");
+    for k in kinds {
+        hdr += &format!(" {:>16}", k.label());
+        if *k != Kind::Jackd && kinds.contains(&Kind::Jackd) {
+            hdr += &format!(" {:>17}", "/jackd2 [min-max]");
+        }
+    }
+    o += &hdr;
+    o += "\n";
+    for m in METRICS {
+        let mut line = format!("{:<34}", m.label);
+        for k in kinds {
+            let v: Vec<f64> = values(rs, load, *k, m.get).iter().map(|x| x.1).collect();
+            let shown = if m.count {
+                format!("{:.0}", v.iter().sum::<f64>())
+            } else {
+                cell(median(&v))
+            };
+            line += &format!(" {shown:>16}");
+            if *k != Kind::Jackd && kinds.contains(&Kind::Jackd) {
+                let r = if m.count {
+                    "-".into()
+                } else {
+                    ratio(rs, load, *k, m.get)
+                };
+                line += &format!(" {r:>17}");
+            }
+        }
+        o += &line;
+        o += "\n";
+    }
+    for r in rs.iter().filter(|r| r.load == load) {
+        if let Err(e) = &r.metrics {
+            o += &format!("  run {} {} failed: {e}\n", r.run + 1, r.kind.label());
+        }
+    }
+    o
+}
+
+/// Every run as CSV (one row per run).
+pub fn csv(rs: &[RunResult]) -> String {
+    let mut o = "load_pct,run,server,driver_thread,cycles".to_string();
+    for m in METRICS {
+        o += ",";
+        o += m.key;
+    }
+    o += ",error\n";
+    for r in rs {
+        o += &format!("{},{},{},{},", r.load, r.run + 1, r.kind.label(), r.driver);
+        match &r.metrics {
+            Ok(m) => {
+                o += &m.cycles.to_string();
+                for k in METRICS {
+                    let v = (k.get)(m);
+                    o += &if v.is_finite() {
+                        format!(",{v:.3}")
+                    } else {
+                        ",".into()
+                    };
+                }
+                o += ",\n";
+            }
+            Err(e) => {
+                o += &",".repeat(METRICS.len());
+                o += &format!(",\"{}\"\n", e.replace('"', "'").replace('\n', " "));
+            }
+        }
+    }
+    o
+}
+
+/// Every run as JSON, with the settings.
+pub fn json(rs: &[RunResult], settings: Value) -> Value {
+    let runs: Vec<Value> = rs
+        .iter()
+        .map(|r| {
+            json!({
+                "load_pct": r.load,
+                "run": r.run + 1,
+                "server": r.kind.label(),
+                "driver_thread": r.driver,
+                "metrics": r.metrics.as_ref().map(|m| m.to_json()).unwrap_or(Value::Null),
+                "error": r.metrics.as_ref().err(),
+            })
+        })
+        .collect();
+    json!({ "settings": settings, "runs": runs })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(load: f64, run: usize, kind: Kind, eoc: f64) -> RunResult {
+        RunResult {
+            load,
+            run,
+            kind,
+            driver: "t".into(),
+            metrics: Ok(RunMetrics {
+                eoc_p50: eoc,
+                ..Default::default()
+            }),
+        }
+    }
+
+    #[test]
+    fn ratio_is_the_median_of_per_run_ratios_with_their_spread() {
+        let rs = vec![
+            run(1.0, 0, Kind::Jackd, 100.0),
+            run(1.0, 0, Kind::Fifo, 120.0),
+            run(1.0, 1, Kind::Jackd, 200.0),
+            run(1.0, 1, Kind::Fifo, 180.0),
+        ];
+        assert_eq!(
+            ratio(&rs, 1.0, Kind::Fifo, |m| m.eoc_p50),
+            "1.05 [0.90-1.20]"
+        );
+        let t = table(&rs, 1.0, &[Kind::Jackd, Kind::Fifo], "head");
+        assert!(t.contains("end of chain p50 (us)"));
+        assert!(t.contains("150.0"), "{t}");
+        assert_eq!(csv(&rs).lines().count(), 5);
+    }
+
+    #[test]
+    fn median_skips_missing_values() {
+        assert_eq!(median(&[3.0, f64::NAN, 1.0]), 2.0);
+        assert!(median(&[]).is_nan());
+    }
+}

@@ -1,0 +1,102 @@
+//! `resound bench jackd` end to end with tiny settings: two C load clients
+//! (compiled here against the distribution's JACK headers) for two seconds,
+//! one run on each server (Debian's jackd2, resound with SCHED_FIFO, resound
+//! with reservations). Checks that the table and the files exist and that
+//! every server's numbers are plausible, not how fast anything is.
+//! Skips (`SKIP: reason`) without jackd2, the JACK headers, a C compiler or
+//! real-time permission; under `RESOUND_REQUIRE_TEST_TOOLS=1` a missing tool
+//! fails instead.
+
+mod common;
+use common::*;
+use std::path::Path;
+use std::process::Command;
+
+const TEST: &str = "bench_jackd_tiny";
+
+/// Whether everything the bench needs is here (SKIP printed otherwise).
+fn prerequisites() -> bool {
+    if !Path::new("/usr/bin/jackd").exists() {
+        skip_missing_tool(TEST, "Debian's jackd is missing (apt-get install jackd2)");
+        return false;
+    }
+    if !Path::new("/usr/include/jack/jack.h").exists() {
+        skip_missing_tool(
+            TEST,
+            "JACK headers missing (apt-get install libjack-jackd2-dev)",
+        );
+        return false;
+    }
+    if Command::new("cc").arg("--version").output().is_err() {
+        skip_missing_tool(TEST, "no C compiler (cc)");
+        return false;
+    }
+    if !can_fifo() {
+        println!("SKIP {TEST}: no permission for SCHED_FIFO (root or CAP_SYS_NICE)");
+        return false;
+    }
+    true
+}
+
+#[test]
+fn bench_jackd_tiny() {
+    if !prerequisites() {
+        return;
+    }
+    let _g = one_at_a_time();
+    let dir = TestDir::new("vsjackd", "tiny");
+    let out = Command::new(RESOUND)
+        .args(["bench", "jackd", "--runs", "1", "--seconds", "2"])
+        .args(["--warmup", "1", "--clients", "2", "--load", "1", "--out"])
+        .arg(&dir.0)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    for want in [
+        "jackd2",
+        "resound-fifo",
+        "resound-deadline",
+        "end of chain p50",
+        "driver thread CPU/cycle",
+    ] {
+        assert!(stdout.contains(want), "no {want:?} in:\n{stdout}");
+    }
+    for f in ["table.txt", "runs.csv", "runs.json"] {
+        assert!(dir.join(f).is_file(), "{f} missing");
+    }
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("runs.json")).unwrap()).unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 3, "{json}");
+    // 2 s at 48 kHz / 128 frames is 750 cycles; the machine may stall some.
+    for r in runs {
+        let m = &r["metrics"];
+        assert!(r["error"].is_null(), "run failed: {r}");
+        let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
+        assert!(f("cycles") > 300.0 && f("cycles") < 900.0, "{r}");
+        let eoc = f("eoc_p50_us");
+        assert!(
+            eoc > 0.0 && eoc < 2_667.0 * 4.0,
+            "end of chain {eoc} us: {r}"
+        );
+        assert!(f("eoc_p99_us") >= eoc, "{r}");
+        assert!(f("first_wake_p50_us") > 0.0 && f("first_wake_p50_us") <= eoc);
+        assert!(f("hop_p50_us") > 0.0, "{r}");
+        assert!(f("stamp_p50_us") > 0.0 && f("stamp_p50_us") <= eoc, "{r}");
+        assert!(f("wake_cpu_p50_us") > 0.0, "{r}");
+        assert!(f("lost_blocks") < f("cycles") / 2.0, "{r}");
+        let cpu = f("driver_cpu_us");
+        assert!(cpu > 0.0 && cpu < 2_667.0, "driver CPU {cpu} us/cycle: {r}");
+        let driver = r["driver_thread"].as_str().unwrap();
+        let how = if r["server"] == "jackd2" {
+            "busiest SCHED_FIFO thread"
+        } else {
+            "resound-driver"
+        };
+        assert!(driver.contains(how), "{r}");
+    }
+    let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 4, "{csv}");
+}
