@@ -270,11 +270,14 @@ mod tests {
         d.recover(Fault::DeviceLost).unwrap();
         assert!(d.capture.is_none() && d.lost.is_some());
         assert!(d.reopener.running(), "a helper looks for the device");
-        assert!(
-            thread_names().iter().any(|n| n == reopen::THREAD_NAME),
-            "the helper is named {}",
-            reopen::THREAD_NAME
-        );
+        // The thread names itself when it starts, which may be just after
+        // `recover` returned.
+        let named = || thread_names().iter().any(|n| n == reopen::THREAD_NAME);
+        let t = std::time::Instant::now();
+        while !named() && t.elapsed() < std::time::Duration::from_secs(2) {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(named(), "the helper is named {}", reopen::THREAD_NAME);
         let t0 = clock.now_ns();
         let period = frames_ns(256);
         let mut x = [1.0f32; 256];
