@@ -33,8 +33,9 @@ command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
 
 targets=(wire_frame graph_requests midi_buffer metadata transport_mailbox profile_reader)
 cd fuzz
-# Seeds made by the project's own encoders (fuzz/src/seeds.rs).
-cargo +nightly run --quiet --no-default-features --example seeds >/dev/null
+# The committed corpora start from seeds made by the project's own encoders
+# (fuzz/src/seeds.rs; `cargo run --no-default-features --example seeds` in
+# fuzz/ writes them again).
 echo "== building the fuzz targets" >&2
 cargo +nightly fuzz build
 

@@ -6,8 +6,8 @@
 //! operations decoded with `arbitrary` (`graph_requests`, `metadata`) get a
 //! few short byte patterns: any bytes are a valid operation list there.
 //!
-//! `cargo run --example seeds` (scripts/fuzz.sh does it) writes them into
-//! `fuzz/corpus/<target>/seed-*`.
+//! `cargo run --no-default-features --example seeds` (in `fuzz/`) writes
+//! them into `fuzz/corpus/<target>/seed-*`.
 
 use crate::midi_buffer::Buf;
 use resound_protocol::wire::{encode, Envelope, Hello, HelloKind, Request, PROTOCOL_VERSION};
