@@ -5,11 +5,12 @@
 //! jack_remove_all_properties), with any subjects, keys, values and types,
 //! large values included (to fill the store).
 //!
-//! Checks after every step, against a plain map of what should be there:
-//! no panic; a property set is read back, one removed is gone, a refused
-//! one changed nothing; the store's own accounting holds
-//! ([`Metadata::check`]); the answer to "all properties" always fits in
-//! one reply frame.
+//! Checks, against a plain map of what should be there: no panic; every
+//! answer is the map's (a property set is read back, one removed is gone, a
+//! refused one changed nothing; the whole store is compared at the end);
+//! the store's own accounting holds ([`Metadata::check`], at the end and
+//! with every all-properties request); the answer to "all properties"
+//! always fits in one reply frame.
 
 use arbitrary::{Arbitrary, Unstructured};
 use resound_protocol::wire::{encode, property_change, Property, Reply, ServerMsg};
@@ -89,8 +90,9 @@ pub fn run(data: &[u8]) {
         };
         replied |= matches!(op, Op::Reply);
         apply(&mut m, &mut model, op);
-        m.check().expect("store accounting");
     }
+    m.check().expect("store accounting");
+    check_all(&m, &model);
     if !replied {
         check_reply(&m);
     }
@@ -154,10 +156,20 @@ fn apply(m: &mut Metadata, model: &mut BTreeMap<(u64, String), Property>, op: Op
             assert_eq!(m.remove_all(), model.len());
             model.clear();
         }
-        Op::Reply => check_reply(m),
+        Op::Reply => {
+            check_reply(m);
+            m.check().expect("store accounting");
+        }
     }
+}
+
+/// The whole store agrees with the model (every subject's properties).
+fn check_all(m: &Metadata, model: &BTreeMap<(u64, String), Property>) {
     let total: usize = m.all().iter().map(|(_, v)| v.len()).sum();
     assert_eq!(total, model.len(), "the store and the model differ");
+    for ((s, key), p) in model {
+        assert_eq!(m.get(*s, key).as_ref(), Some(p));
+    }
 }
 
 /// The reply to jack_get_all_properties fits in one frame.

@@ -91,7 +91,11 @@ pub fn run(data: &[u8]) {
             return;
         }
     };
-    assert_eq!(ring.layout(), &layout);
+    if valid {
+        assert_eq!(ring.layout(), &layout);
+    }
+    // A scribbled header may describe other capacities of the same size.
+    let layout = *ring.layout();
     let last = match opts >> 1 {
         0 => None,
         s => Some(f64::from(s) * 0.01),
