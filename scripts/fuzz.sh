@@ -64,7 +64,9 @@ for t in "${targets[@]}"; do
         >"$work/$t.log" 2>&1; then
         grep -E '^(#[0-9]+ +DONE|stat::number_of_executed_units)' "$work/$t.log" >&2 || true
     else
-        tail -n 60 "$work/$t.log" >&2
+        # The report without libFuzzer's dump of the input's bytes.
+        grep -E -A4 'panicked|ERROR: (AddressSanitizer|libFuzzer)|SUMMARY|Test unit written|Reproduce with' \
+            "$work/$t.log" | grep -v '^\s*\[' | head -n 40 >&2
         failed+=("$t")
     fi
 done
