@@ -4,7 +4,7 @@
 //! the fuzzer's bytes to the code the server (or the client library, or a
 //! profile reader) runs on what a client can send or write, and checks that
 //! it neither panics nor breaks an invariant. The `fuzz_targets/*.rs`
-//! binaries hand libFuzzer's input to [`run`]'s per-target functions;
+//! binaries hand libFuzzer's input to each module's `run` function;
 //! `cargo test` in the main workspace replays every committed corpus and
 //! crash reproducer through the same functions (see [`replay_dir`]).
 //!

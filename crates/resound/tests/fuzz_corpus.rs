@@ -11,7 +11,10 @@ fn fuzz_corpora_and_reproducers_replay_cleanly() {
     for (name, body) in resound_fuzz::TARGETS {
         let corpus = resound_fuzz::replay_dir(body, &root.join("corpus").join(name)).unwrap();
         let fixed = resound_fuzz::replay_dir(body, &root.join("artifacts").join(name)).unwrap();
-        assert!(corpus > 0, "fuzz target {name} has no corpus in fuzz/corpus/{name}");
+        assert!(
+            corpus > 0,
+            "fuzz target {name} has no corpus in fuzz/corpus/{name}"
+        );
         println!("{name}: {corpus} corpus inputs, {fixed} crash reproducers replayed");
     }
 }
