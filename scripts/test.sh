@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, the API docs (no broken links), unit and
 # property tests, end-to-end tests with real server and client processes, and
-# the loom model checks.
+# the loom model checks, and a short run of every fuzz target.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RESOUND_SETUP_TESTS=1 source scripts/setup.sh
@@ -35,4 +35,6 @@ fi
 rm -f "$log"
 echo "== loom model checks" >&2
 bash scripts/loom.sh
+echo "== fuzzing: every fuzz target for 15 s (scripts/fuzz.sh --short)" >&2
+bash scripts/fuzz.sh --short
 echo "== all tests passed in $(( $(date +%s) - start )) s" >&2

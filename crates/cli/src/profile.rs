@@ -45,24 +45,14 @@ pub fn read_profile(
 /// As [`read_profile`], with a status the caller already has (rate, period,
 /// mode, current client names).
 pub fn profile_from(st: &Status, ring: &ProfileRing, last: Option<f64>) -> Profile {
-    let period_ns = frames_to_ns(st.buffer_frames.into(), st.sample_rate).max(1) as f64;
-    let written = ring.cycles_written();
-    let cap = ring.layout().cycle_capacity as u64;
-    let (from, max) = match last {
-        Some(s) => {
-            let n = (s * 1e9 / period_ns).ceil() as u64;
-            (written.saturating_sub(n), n as usize)
-        }
-        None => (written.saturating_sub(cap), cap as usize),
-    };
-    let (records, lost) = ring.read_from(from, max);
-    let mut names: Vec<(u64, String)> = ring
-        .names()
-        .into_iter()
-        .map(|(uuid, _, _, name)| (uuid, name))
+    let period_ns = frames_to_ns(st.buffer_frames.into(), st.sample_rate);
+    let names: Vec<(u64, String)> = st
+        .clients
+        .iter()
+        .map(|c| (c.uuid, c.name.clone()))
         .collect();
-    names.extend(st.clients.iter().map(|c| (c.uuid, c.name.clone())));
-    Profile::from_records(
+    Profile::from_ring(
+        ring,
         ServerInfo {
             server: st.server.clone(),
             sample_rate: st.sample_rate,
@@ -71,9 +61,9 @@ pub fn profile_from(st: &Status, ring: &ProfileRing, last: Option<f64>) -> Profi
             sched: st.sched.clone(),
             ring_seconds: ring.layout().seconds(st.sample_rate, st.buffer_frames),
         },
-        &records,
+        period_ns,
+        last,
         &names,
-        lost,
     )
 }
 

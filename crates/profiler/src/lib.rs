@@ -5,7 +5,7 @@
 //! what can be done with it off the real-time path. The server's driver
 //! thread writes one record per cycle into the profile ring
 //! (`resound_shm::profile`); this crate turns what a reader copied out
-//! of the ring into a [`Profile`] (times relative to each cycle's start,
+//! of the ring ([`Profile::from_ring`] reads it) into a [`Profile`] (times relative to each cycle's start,
 //! clients named), computes that report's summary tables ([`Summary`]: min,
 //! max, average, standard deviation), and writes everything for a person
 //! and for a program ([`write_dir`]): CSV, JSON, plots as PNG and SVG
@@ -19,6 +19,7 @@
 
 pub mod export;
 pub mod plots;
+mod ring;
 
 use resound_shm::profile::{cycle_flags, measures, CycleData, NodeData};
 use serde::{Deserialize, Serialize};

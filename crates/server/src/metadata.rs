@@ -52,13 +52,17 @@ impl Metadata {
                 format!("property key must be 1..={MAX_KEY} bytes, value up to {MAX_VALUE}, type up to {MAX_TYPE}"),
             ));
         }
-        let list = self.props.entry(subject).or_default();
-        let old = list.iter().position(|q| q.key == p.key);
-        let freed = old.map_or(0, |i| size(&list[i]));
+        // Checked before the subject's entry exists: a refusal keeps nothing.
+        let old = self
+            .props
+            .get(&subject)
+            .and_then(|list| list.iter().position(|q| q.key == p.key));
+        let freed = old.map_or(0, |i| size(&self.props[&subject][i]));
         if self.bytes - freed + size(&p) > MAX_TOTAL {
             return Err(WireError::new(ErrorCode::Full, "metadata store is full"));
         }
         self.bytes = self.bytes - freed + size(&p);
+        let list = self.props.entry(subject).or_default();
         Ok(match old {
             Some(i) => {
                 list[i] = p;
@@ -116,6 +120,34 @@ impl Metadata {
         list.into_iter().map(|p| p.key).collect()
     }
 
+    /// Checks the store's own bookkeeping: the byte count is what the
+    /// properties take, within [`MAX_TOTAL`]; no subject 0, no subject
+    /// without properties, no key twice for one subject. For tests and the
+    /// `metadata` fuzz target; the store keeps these by construction.
+    pub fn check(&self) -> Result<(), String> {
+        let bytes: usize = self.props.values().flatten().map(size).sum();
+        if bytes != self.bytes || bytes > MAX_TOTAL {
+            return Err(format!(
+                "{} bytes counted, {bytes} stored (limit {MAX_TOTAL})",
+                self.bytes
+            ));
+        }
+        for (subject, list) in &self.props {
+            if *subject == 0 || list.is_empty() {
+                return Err(format!(
+                    "subject {subject} kept with {} properties",
+                    list.len()
+                ));
+            }
+            for (i, p) in list.iter().enumerate() {
+                if list[..i].iter().any(|q| q.key == p.key) {
+                    return Err(format!("subject {subject} has key {:?} twice", p.key));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Removes everything; returns how many properties there were.
     pub fn remove_all(&mut self) -> usize {
         let n = self.props.values().map(Vec::len).sum();
@@ -154,6 +186,28 @@ mod tests {
         assert_eq!(m.bytes, 0);
         assert!(m.set(0, p("a", "1")).is_err());
         assert!(m.set(1, p("", "1")).is_err());
+        m.check().unwrap();
+    }
+
+    /// A set refused because the store is full leaves nothing behind: before
+    /// the fix each refusal for a new subject kept an empty entry, so a
+    /// client could grow the server's memory without bound once the store
+    /// was full (seen while writing the `metadata` fuzz target, whose
+    /// [`Metadata::check`] after every step catches it).
+    #[test]
+    fn a_refused_set_leaves_no_empty_subject() {
+        let mut m = Metadata::default();
+        let big = "v".repeat(MAX_VALUE);
+        let mut n = 1u64;
+        while m.set(n, p("k", &big)).is_ok() {
+            n += 1;
+        }
+        m.check().unwrap();
+        for s in n..n + 1000 {
+            assert_eq!(m.set(s, p("k", &big)).unwrap_err().code, ErrorCode::Full);
+        }
+        m.check().unwrap();
+        assert_eq!(m.props.len() as u64, n - 1);
     }
 
     /// A client filling the store with tiny properties (the worst case for

@@ -201,7 +201,11 @@ pub fn write_numbered(seq: &AtomicU64, n: u64, store: impl FnOnce()) {
 /// could only find a newer record). Real-time safe.
 #[inline]
 pub fn read_numbered<T>(seq: &AtomicU64, n: u64, load: impl FnOnce() -> T) -> Result<T, Stale> {
-    let want = 2 * n + 2;
+    // `n` may come from memory someone scribbled on (a ring's record count):
+    // a record past what any sequence word can name is simply not written.
+    let Some(want) = n.checked_mul(2).and_then(|x| x.checked_add(2)) else {
+        return Err(Stale::NotYet);
+    };
     let s1 = seq.load(Ordering::Acquire);
     if s1 != want {
         return Err(if s1 < want {
@@ -321,5 +325,20 @@ mod tests {
         write_numbered(&seq, 4, || {});
         assert_eq!(read_numbered(&seq, 0, || ()), Err(Stale::Overwritten));
         assert_eq!(read_numbered(&seq, 8, || ()), Err(Stale::NotYet));
+    }
+
+    /// A record number no sequence word can name (a scribbled record count
+    /// in a profile ring) is "not yet", not an arithmetic overflow: found by
+    /// the `profile_reader` fuzz target
+    /// (fuzz/artifacts/profile_reader/crash-7e83873286…, `cycles_written`
+    /// near 2^64 made `resound profile` panic in debug builds).
+    #[test]
+    fn a_record_number_past_every_sequence_is_not_yet() {
+        let seq = AtomicU64::new(u64::MAX);
+        for n in [u64::MAX, u64::MAX / 2, u64::MAX / 2 - 1] {
+            let r = read_numbered(&seq, n, || ());
+            assert!(r.is_err(), "record {n}: {r:?}");
+        }
+        assert_eq!(read_numbered(&seq, u64::MAX, || ()), Err(Stale::NotYet));
     }
 }

@@ -8,6 +8,7 @@
 
 use super::dispatch::{graph_error, werr};
 use super::{Server, Session};
+use resound_protocol::hello::check_hello;
 use resound_protocol::wire::{self, ErrorCode, Hello, HelloKind, Notification, ServerMsg, Welcome};
 use resound_shm::limits;
 use resound_shm::sync::Ordering;
@@ -40,34 +41,24 @@ pub(super) fn refuse(stream: &UnixStream, code: ErrorCode, message: String) {
 /// failure answers `Welcome::Refused` and returns None.
 pub(super) fn read_hello(stream: &UnixStream, rd: &mut UnixStream, pid: u32) -> Option<Hello> {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let hello = match wire::read_frame(rd, limits::MAX_REQUEST_BYTES)
-        .map_err(|e| e.to_string())
-        .and_then(|p| wire::decode::<Hello>(&p).map_err(|e| e.to_string()))
-    {
-        Ok(h) => h,
-        Err(e) => {
-            debug!("connection from pid {pid} dropped before handshake: {e}");
-            let _ = wire::write_frame(
-                &mut &*stream,
-                &Welcome::Refused(werr(ErrorCode::Protocol, e)),
-            );
-            return None;
-        }
+    let refused = match wire::read_frame(rd, limits::MAX_REQUEST_BYTES) {
+        Ok(payload) => match check_hello(&payload) {
+            Ok(hello) => {
+                let _ = stream.set_read_timeout(None);
+                return Some(hello);
+            }
+            Err(e) => e,
+        },
+        Err(e) => werr(ErrorCode::Protocol, e.to_string()),
     };
-    let _ = stream.set_read_timeout(None);
-    if hello.protocol != wire::PROTOCOL_VERSION {
-        let m = format!(
-            "client speaks protocol {}, server {}; rebuild the client against this resound",
-            hello.protocol,
-            wire::PROTOCOL_VERSION
+    if refused.code != ErrorCode::Version {
+        debug!(
+            "connection from pid {pid} dropped before handshake: {}",
+            refused.message
         );
-        let _ = wire::write_frame(
-            &mut &*stream,
-            &Welcome::Refused(werr(ErrorCode::Version, m)),
-        );
-        return None;
     }
-    Some(hello)
+    let _ = wire::write_frame(&mut &*stream, &Welcome::Refused(refused));
+    None
 }
 
 impl Server {

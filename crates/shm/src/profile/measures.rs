@@ -113,7 +113,9 @@ impl CycleData {
     /// Measured period: this wake-up minus `prev`'s, if `prev` is the cycle
     /// just before (ns). Real-time safe.
     pub fn measured_period_ns(&self, prev: &CycleData) -> Option<u64> {
-        (prev.cycle + 1 == self.cycle).then(|| measured_period_ns(prev.awake_ns, self.awake_ns))
+        // Cycle numbers come from the ring as read: no overflow at u64::MAX.
+        (prev.cycle.checked_add(1) == Some(self.cycle))
+            .then(|| measured_period_ns(prev.awake_ns, self.awake_ns))
     }
 
     /// End of the graph relative to the start, from this cycle's rows (see
@@ -137,6 +139,29 @@ impl CycleData {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A previous record numbered u64::MAX (a scribbled ring) is not the
+    /// cycle before any other: no overflow. Found by the `profile_reader`
+    /// fuzz target (fuzz/artifacts/profile_reader/crash-e85ee437…).
+    #[test]
+    fn measured_period_after_the_last_cycle_number_is_none() {
+        let prev = CycleData {
+            cycle: u64::MAX,
+            ..Default::default()
+        };
+        let this = CycleData {
+            cycle: 0,
+            awake_ns: 5,
+            ..Default::default()
+        };
+        assert_eq!(this.measured_period_ns(&prev), None);
+        let next = CycleData {
+            cycle: 1,
+            awake_ns: 9,
+            ..Default::default()
+        };
+        assert_eq!(next.measured_period_ns(&this), Some(4));
+    }
 
     #[test]
     fn measures_of_a_cycle() {
