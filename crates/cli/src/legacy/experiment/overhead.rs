@@ -132,7 +132,9 @@ impl Job {
     /// What it does, for the heading.
     fn describe(&self) -> String {
         match self {
-            Job::Transcode(_) => "a Theora video (320x240) decoded and encoded again by gst-launch-1.0".into(),
+            Job::Transcode(_) => {
+                "a Theora video (320x240) decoded and encoded again by gst-launch-1.0".into()
+            }
             Job::Dd(_) => "dd bs=4k | gzip -6 of a text file".into(),
         }
     }
