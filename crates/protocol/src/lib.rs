@@ -12,4 +12,5 @@
 
 pub mod hello;
 pub mod paths;
+pub mod status;
 pub mod wire;

@@ -1,0 +1,137 @@
+//! What `resound status` (a [`crate::wire::Reply::Status`]) tells of a
+//! running server: the driver, every client, every real-time thread's
+//! scheduling and the last xruns with their causes.
+
+use serde::{Deserialize, Serialize};
+
+/// Server status.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Status {
+    /// Server name.
+    pub server: String,
+    /// Driver name ("dummy").
+    pub driver: String,
+    /// Sample rate (Hz).
+    pub sample_rate: u32,
+    /// Period (frames).
+    pub buffer_frames: u32,
+    /// "sync" or "async".
+    pub mode: String,
+    /// Cycles run.
+    pub cycles: u64,
+    /// Xruns counted.
+    pub xruns: u64,
+    /// Graph switches applied.
+    pub graph_version: u64,
+    /// Driver thread scheduling ("SCHED_FIFO 10", "SCHED_OTHER").
+    pub driver_sched: String,
+    /// Driver thread CPU time last cycle (ns).
+    pub driver_cpu_ns: u64,
+    /// Every client.
+    pub clients: Vec<ClientStatus>,
+    /// Scheduling mode of the graph's real-time threads ("deadline (feedback)", "fifo 10", ...).
+    pub sched: String,
+    /// Bandwidth admitted by the server's ledger (CPUs).
+    pub ledger_used: f64,
+    /// Bandwidth the ledger may admit (CPUs).
+    pub ledger_capacity: f64,
+    /// One entry per real-time thread of the graph (driver first).
+    pub reservations: Vec<ReservationStatus>,
+    /// The last xruns (at most 16, oldest first), each with its cause.
+    pub recent_xruns: Vec<XrunRecord>,
+}
+
+/// One xrun and what caused it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct XrunRecord {
+    /// The cycle it happened in.
+    pub cycle: u64,
+    /// "clients" (late clients, listed in `late`), "driver" (the driver
+    /// thread woke late: the machine stalled it) or "device" (the audio
+    /// device reported an xrun, was suspended or was lost).
+    pub cause: String,
+    /// For "driver": how late the driver woke (ns).
+    pub driver_late_ns: u64,
+    /// For "clients": every client that had not finished.
+    pub late: Vec<LateClient>,
+}
+
+/// A client that had not finished its cycle when the next one began.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LateClient {
+    /// Its name.
+    pub name: String,
+    /// It had been woken with its inputs ready and ran short itself; false:
+    /// it was still waiting for a late upstream client.
+    pub ran_short: bool,
+    /// When it was signalled, after the cycle's start (us); None: never
+    /// signalled in that cycle.
+    pub signal_us: Option<u32>,
+    /// How long after its signal its thread woke (us); None: it never woke
+    /// in that cycle (its thread was busy, stopped or starved).
+    pub wake_delay_us: Option<u32>,
+}
+
+/// One real-time thread of the graph and its scheduling.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ReservationStatus {
+    /// "driver" or the client's name.
+    pub name: String,
+    /// Slot (0 = driver).
+    pub slot: u32,
+    /// Kernel thread id.
+    pub tid: i32,
+    /// Policy as set ("SCHED_DEADLINE", "SCHED_FIFO", "SCHED_OTHER").
+    pub policy: String,
+    /// Reservation period (ns; 0 without a reservation).
+    pub period_ns: u64,
+    /// Budget set: runtime per period (ns).
+    pub budget_ns: u64,
+    /// Relative deadline set (ns).
+    pub deadline_ns: u64,
+    /// The predictor's last prediction scaled to the period, before overprovisioning (ns).
+    pub predicted_ns: u64,
+    /// CPU time the thread used in its last cycle (ns).
+    pub used_ns: u64,
+    /// Cycles in which it used its whole per-cycle budget (was, or would have been, throttled).
+    pub throttles: u64,
+    /// Xruns attributed to it.
+    pub xruns: u64,
+    /// sched_setattr calls made for it.
+    pub updates: u64,
+}
+
+/// One client in a [`Status`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ClientStatus {
+    /// Name.
+    pub name: String,
+    /// Process id.
+    pub pid: u32,
+    /// Slot.
+    pub slot: u32,
+    /// Whether it is in the activation graph.
+    pub active: bool,
+    /// Number of ports.
+    pub ports: u32,
+    /// Xruns attributed to it.
+    pub xruns: u64,
+    /// Last completed cycle.
+    pub last_cycle: u64,
+    /// Its last completed cycle's times, relative to that cycle's start (ns):
+    /// signal (triggered), awake (thread running), finish (callback returned).
+    pub signal_ns: u64,
+    /// See `signal_ns`.
+    pub awake_ns: u64,
+    /// See `signal_ns`.
+    pub finish_ns: u64,
+    /// CPU time its thread used in that cycle (ns).
+    pub cpu_ns: u64,
+    /// Its uuid.
+    pub uuid: u64,
+    /// It is one of the server's internal clients (`resound load`).
+    pub internal: bool,
+    /// It was evicted from the cycle for running late past the client
+    /// timeout (JACK's zombie state) and has not activated again.
+    pub zombie: bool,
+}
