@@ -99,7 +99,7 @@ enum Cmd {
 }
 
 /// Bad cycles and gaps remembered individually (to match them with xruns).
-const EVENT_CAP: usize = 256;
+const EVENT_CAP: usize = 65536;
 
 /// Statistics a process callback publishes.
 struct Stats {
@@ -154,14 +154,21 @@ impl Stats {
     }
 
     /// (bad cycles, gaps) not within [x-1, x+3] of an xrun cycle x; events
-    /// past the log's capacity count as unexplained.
+    /// past the log's capacity count as unexplained (as bad cycles, once).
     fn unexplained(&self, xruns: &[u64]) -> (u64, u64) {
         let n = self.n_events.load(Ordering::Relaxed) as usize;
+        let mut sorted = xruns.to_vec();
+        sorted.sort_unstable();
+        // An xrun in [cycle - 3, cycle + 1] explains the event.
+        let explained = |cycle: u64| {
+            let i = sorted.partition_point(|&x| x < cycle.saturating_sub(3));
+            sorted.get(i).is_some_and(|&x| x <= cycle + 1)
+        };
         let (mut bad, mut gaps) = (0, 0);
         for e in self.events.iter().take(n.min(EVENT_CAP)) {
             let v = e.load(Ordering::Relaxed);
             let (cycle, gap) = (v >> 1, v & 1 == 1);
-            if !xruns.iter().any(|&x| cycle + 1 >= x && cycle <= x + 3) {
+            if !explained(cycle) {
                 if gap {
                     gaps += 1
                 } else {
@@ -170,7 +177,7 @@ impl Stats {
             }
         }
         let over = n.saturating_sub(EVENT_CAP) as u64;
-        (bad + over, gaps + over)
+        (bad + over, gaps)
     }
 }
 
