@@ -247,18 +247,10 @@ fn threads_of(id: i32) -> Result<Vec<i32>, String> {
 fn check_owner(id: i32, status: &str) -> Result<(), String> {
     // SAFETY: getuid has no preconditions and cannot fail.
     let me = unsafe { libc::getuid() };
-    let uids: Vec<u32> = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .map(|u| {
-            u.split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    if me == 0 || (uids.len() >= 3 && uids[..3].iter().all(|&u| u == me)) {
+    if resound_sched::owner::may_change(me, status) {
         return Ok(());
     }
+    let uids = resound_sched::owner::uids(status);
     Err(format!(
         "process or thread {id} belongs to another user (uids {uids:?}, you are uid {me}): you may reserve only your own processes' threads"
     ))

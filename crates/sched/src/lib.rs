@@ -42,6 +42,7 @@
 
 pub mod controller;
 pub mod ledger;
+pub mod owner;
 pub mod policy;
 pub mod predictor;
 

@@ -194,26 +194,14 @@ pub(super) fn may_reserve(caller_uid: u32, tid: i32) -> Result<(), String> {
     }
     let status = std::fs::read_to_string(format!("/proc/{tid}/status"))
         .map_err(|_| format!("no thread {tid}"))?;
-    if caller_uid == 0 {
+    if resound_sched::owner::may_change(caller_uid, &status) {
         return Ok(());
     }
-    let uids: Vec<u32> = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Uid:"))
-        .map(|u| {
-            u.split_whitespace()
-                .filter_map(|x| x.parse().ok())
-                .collect()
-        })
-        .unwrap_or_default();
-    if uids.len() >= 3 && uids[..3].iter().all(|&u| u == caller_uid) {
-        Ok(())
-    } else {
-        Err(format!(
-            "thread {tid} belongs to a process of another user (uids {uids:?}); user {} may reserve only its own processes' threads",
-            user_name(caller_uid)
-        ))
-    }
+    Err(format!(
+        "thread {tid} belongs to a process of another user (uids {:?}); user {} may reserve only its own processes' threads",
+        resound_sched::owner::uids(&status),
+        user_name(caller_uid)
+    ))
 }
 
 /// A user's name, or `uid N` if it has none.
