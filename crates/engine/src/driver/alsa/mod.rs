@@ -418,3 +418,27 @@ impl Driver for AlsaDriver {
         std::mem::take(&mut self.resumed)
     }
 }
+
+/// For the driver's unit tests: alsa-lib's `null` PCM (defined by its own
+/// configuration) both ways, 48 kHz, 256 frames, 2 periods, 2+2 channels,
+/// buffers for periods up to `max_period`.
+#[cfg(test)]
+pub(crate) fn null_test_driver(max_period: u32) -> AlsaDriver {
+    AlsaDriver::open(AlsaConfig {
+        capture: Some("null".into()),
+        playback: Some("null".into()),
+        rate: 48000,
+        period: 256,
+        periods: 2,
+        in_channels: 2,
+        out_channels: 2,
+        in_latency: 0,
+        out_latency: 0,
+        soft: false,
+        shorts: false,
+        format: None,
+        access: AccessMode::Auto,
+        max_period,
+    })
+    .expect("alsa-lib's null PCM")
+}

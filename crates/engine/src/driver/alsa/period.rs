@@ -266,28 +266,11 @@ impl AlsaDriver {
 mod tests {
     use super::*;
     use crate::clock::{Clock, SimClock};
-    use crate::driver::alsa::{AccessMode, AlsaConfig};
     use crate::driver::{Driver, Period};
     use std::sync::Arc;
 
     fn null_driver(max_period: u32) -> AlsaDriver {
-        AlsaDriver::open(AlsaConfig {
-            capture: Some("null".into()),
-            playback: Some("null".into()),
-            rate: 48000,
-            period: 256,
-            periods: 2,
-            in_channels: 2,
-            out_channels: 2,
-            in_latency: 0,
-            out_latency: 0,
-            soft: false,
-            shorts: false,
-            format: None,
-            access: AccessMode::Auto,
-            max_period,
-        })
-        .expect("alsa-lib's null PCM")
+        crate::driver::alsa::null_test_driver(max_period)
     }
 
     fn period(frames: u32) -> Period {

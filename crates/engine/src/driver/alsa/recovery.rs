@@ -12,8 +12,6 @@
 use super::io::Stream;
 use super::params::open_pcm;
 use super::reopen::Reopened;
-#[cfg(test)]
-use super::AccessMode;
 use super::{AlsaConfig, AlsaDriver, Lost};
 use crate::clock::Clock;
 use crate::driver::pace::Pacer;
@@ -212,23 +210,7 @@ mod tests {
 
     /// alsa-lib's `null` PCM (defined by its own configuration) both ways.
     fn null_driver() -> AlsaDriver {
-        AlsaDriver::open(AlsaConfig {
-            capture: Some("null".into()),
-            playback: Some("null".into()),
-            rate: 48000,
-            period: 256,
-            periods: 2,
-            in_channels: 2,
-            out_channels: 2,
-            in_latency: 0,
-            out_latency: 0,
-            soft: false,
-            shorts: false,
-            format: None,
-            access: AccessMode::Auto,
-            max_period: 1024,
-        })
-        .expect("alsa-lib's null PCM")
+        crate::driver::alsa::null_test_driver(1024)
     }
 
     const PERIOD: Period = Period {
