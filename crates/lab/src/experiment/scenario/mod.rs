@@ -1,0 +1,13 @@
+//! The scenario file of `resound experiment`: what a researcher writes to
+//! describe an experiment (server settings, the configurations compared, the
+//! load clients and competing rt-app tasks and when they join, timeline
+//! events, the measures, the duration) and the published values it is
+//! compared with. [`model`] holds the types (the file's schema, documented
+//! field by field), [`metric`] the names of what a run measures.
+//! Parsed on the command's main thread.
+
+pub mod metric;
+pub mod model;
+
+pub use metric::Metric;
+pub use model::*;
