@@ -220,6 +220,20 @@ fn draw_curves<DB: DrawingBackend>(
     Ok(())
 }
 
+/// An axis tick label: whole numbers on a wide axis, else as many
+/// decimals as its span needs.
+fn tick(v: f64, span: f64) -> String {
+    if span >= 20.0 {
+        format!("{v:.0}")
+    } else if span >= 2.0 {
+        format!("{v:.1}")
+    } else if span >= 0.2 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
 /// Draws one inset into an area.
 fn draw_inset<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -242,6 +256,8 @@ where
         .label_style(("sans-serif", 12))
         .axis_desc_style(("sans-serif", 13))
         .light_line_style(WHITE.mix(0.0))
+        .x_label_formatter(&|x| tick(*x, xs.1 - xs.0))
+        .y_label_formatter(&|y| tick(*y, ys.1 - ys.0))
         .draw()
         .map_err(err)?;
     draw_marks(&mut c, inset, xs, ys)?;

@@ -103,11 +103,17 @@ fn marks<'a>(runs: impl Iterator<Item = &'a RunResult>) -> Vec<(f64, String)> {
     out
 }
 
-fn failed_note(runs: &[&RunResult]) -> &'static str {
-    if runs.iter().any(|r| r.error.is_some()) {
-        " (failed)"
+/// " (jackd2 failed)" when a run drawn in the inset failed.
+fn failed_note(runs: &[&RunResult]) -> String {
+    let failed: Vec<&str> = runs
+        .iter()
+        .filter(|r| r.error.is_some())
+        .map(|r| server_name(r.server))
+        .collect();
+    if failed.is_empty() {
+        String::new()
     } else {
-        ""
+        format!(" ({} failed)", failed.join(", "))
     }
 }
 
@@ -156,7 +162,10 @@ fn per_server_row(
         for (name, label) in configurations(result) {
             let run = find(result, &name, server);
             let title = match run {
-                Some(r) => format!("{label}, {}{}", server_name(server), failed_note(&[r])),
+                Some(r) if r.error.is_some() => {
+                    format!("{label}, {} (failed)", server_name(server))
+                }
+                Some(_) => format!("{label}, {}", server_name(server)),
                 None => format!("{label}, {}: not run", server_name(server)),
             };
             out.push(Inset {

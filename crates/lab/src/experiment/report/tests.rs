@@ -337,6 +337,7 @@ fn figures_have_one_curve_per_server_client_or_quantity() {
     assert_eq!(legend_entries(&end, "jackd2"), 2);
     assert_eq!(legend_entries(&end, "period"), 2);
     assert_eq!(legend_entries(&end, "dnl3 joins"), 2, "timeline marks");
+    assert_eq!(legend_entries(&end, "SHRUB (jackd2 failed)"), 1, "inset title");
     let cdf = read(&dir, "period-cdf.svg");
     assert_eq!(legend_entries(&cdf, "resound"), 2);
     // One row per server, one inset per configuration, a curve per client.
