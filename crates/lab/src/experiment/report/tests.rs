@@ -225,8 +225,9 @@ fn cells(row: &str) -> Vec<String> {
         .collect()
 }
 
-/// How many legend entries (text elements) named `name` the SVG has.
-fn legend_entries(svg: &str, name: &str) -> usize {
+/// How many text elements reading exactly `name` the SVG has (legend
+/// entries, inset titles, mark labels).
+fn texts(svg: &str, name: &str) -> usize {
     svg.matches(&format!(">\n{name}\n</text>")).count()
 }
 
@@ -333,27 +334,27 @@ fn figures_have_one_curve_per_server_client_or_quantity() {
     // Per configuration inset: resound and jackd2 as two curves (the failed
     // jackd run still drew its 10 cycles).
     let end = read(&dir, "driver-end.svg");
-    assert_eq!(legend_entries(&end, "resound"), 2);
-    assert_eq!(legend_entries(&end, "jackd2"), 2);
-    assert_eq!(legend_entries(&end, "period"), 2);
-    assert_eq!(legend_entries(&end, "dnl3 joins"), 2, "timeline marks");
-    assert_eq!(legend_entries(&end, "SHRUB (jackd2 failed)"), 1, "inset title");
+    assert_eq!(texts(&end, "resound"), 2);
+    assert_eq!(texts(&end, "jackd2"), 2);
+    assert_eq!(texts(&end, "period"), 2);
+    assert_eq!(texts(&end, "dnl3 joins"), 2, "timeline marks");
+    assert_eq!(texts(&end, "SHRUB (jackd2 failed)"), 1, "inset title");
     let cdf = read(&dir, "period-cdf.svg");
-    assert_eq!(legend_entries(&cdf, "resound"), 2);
+    assert_eq!(texts(&cdf, "resound"), 2);
     // One row per server, one inset per configuration, a curve per client.
     let clients = read(&dir, "clients-end.svg");
-    assert_eq!(legend_entries(&clients, "dnl1"), 4);
+    assert_eq!(texts(&clients, "dnl1"), 4);
     // The failed run stopped before dnl2 and dnl3 joined.
-    assert_eq!(legend_entries(&clients, "dnl2"), 3);
-    assert_eq!(legend_entries(&clients, "dnl3"), 3);
-    assert_eq!(legend_entries(&clients, "period"), 4);
+    assert_eq!(texts(&clients, "dnl2"), 3);
+    assert_eq!(texts(&clients, "dnl3"), 3);
+    assert_eq!(texts(&clients, "period"), 4);
     // Budget: only resound has one; set, predicted, used per configuration.
     let budget = read(&dir, "budget.svg");
-    assert_eq!(legend_entries(&budget, "set budget"), 2);
-    assert_eq!(legend_entries(&budget, "predicted"), 2);
+    assert_eq!(texts(&budget, "set budget"), 2);
+    assert_eq!(texts(&budget, "predicted"), 2);
     let rt = read(&dir, "rtapp-response.svg");
-    assert_eq!(legend_entries(&rt, "resound video-0"), 2);
-    assert_eq!(legend_entries(&rt, "deadline video"), 2);
+    assert_eq!(texts(&rt, "resound video-0"), 2);
+    assert_eq!(texts(&rt, "deadline video"), 2);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
