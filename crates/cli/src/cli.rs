@@ -89,10 +89,11 @@ enum Cmd {
     Monitor(crate::monitor::MonitorArgs),
     /// List the sound cards and PCMs ALSA knows, with the rates, formats, channels and period sizes of those that open.
     Devices,
-    /// Compare scheduling policies: for each, start a server with a chain of load
-    /// clients next to a competing periodic real-time task, and tabulate xruns,
-    /// end-of-chain times, the task's deadline misses and the reserved bandwidth.
-    Experiment(resound_lab::experiment::ExperimentArgs),
+    /// Run the papers' experiments (or any scenario file) on resound and, beside it, Debian's
+    /// jackd2 with competing rt-app tasks, and write report.html with the published values
+    /// beside the measured ones, figures, CSV and JSON.
+    #[command(subcommand)]
+    Experiment(resound_lab::experiment::ExperimentCmd),
     /// Start a server on the dummy driver with a demo graph of client processes and report what happened.
     Demo(crate::demo::DemoArgs),
     /// A long run under churn: clients join, leave, are killed and stopped, connections and the
@@ -130,7 +131,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let r = match cli.cmd {
         Cmd::Demo(a) => crate::demo::run(a),
         Cmd::Soak(a) => crate::soak::run(a),
-        Cmd::Experiment(a) => resound_lab::experiment::run(a),
+        Cmd::Experiment(c) => resound_lab::experiment::main(c),
         Cmd::Reserve(a) => reserve(a),
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
         Cmd::Monitor(a) => crate::monitor::run(cli.server.as_deref(), a),

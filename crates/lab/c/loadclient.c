@@ -7,7 +7,9 @@
  * path). One client of a chain capture -> c1 -> ... -> cN -> playback.
  *
  * Usage: loadclient -n NAME -b BUSY_PERCENT -p first|middle|last
- *                   [-f FROM_PORT] [-s SECONDS_OF_RECORDS] -o OUT.csv
+ *                   [-f FROM_PORT] [-O] [-s SECONDS_OF_RECORDS] -o OUT.csv
+ * (-O: also connect the output to the first playback port whatever the
+ * position, for graphs where several clients feed the output.)
  *
  * The process thread is the application's own loop (jack_set_process_thread
  * with jack_cycle_wait / jack_cycle_signal, what libjack's callback loop does
@@ -190,13 +192,14 @@ static void on_signal(int sig)
 static void usage(void)
 {
     fprintf(stderr, "usage: loadclient -n NAME -b BUSY_PERCENT -p first|middle|last "
-                    "[-f FROM_PORT] [-s SECONDS_OF_RECORDS] -o OUT.csv\n");
+                    "[-f FROM_PORT] [-O] [-s SECONDS_OF_RECORDS] -o OUT.csv\n");
     exit(2);
 }
 
 /* Connects FROM (or the first physical capture port) to our input, and,
- * for the last client, our output to the first physical playback port. */
-static int connect_ports(const char *from)
+ * for the last client or with -O, our output to the first physical
+ * playback port. */
+static int connect_ports(const char *from, int to_playback)
 {
     const char **phys = NULL;
     if (!from) {
@@ -215,7 +218,7 @@ static int connect_ports(const char *from)
         return -1;
     }
     jack_free(phys);
-    if (pos != LAST)
+    if (pos != LAST && !to_playback)
         return 0;
     phys = jack_get_ports(client, NULL, JACK_DEFAULT_AUDIO_TYPE,
                           JackPortIsPhysical | JackPortIsInput);
@@ -257,14 +260,15 @@ int main(int argc, char **argv)
 {
     const char *name = NULL, *from = NULL, *out = NULL;
     double seconds = 120.0;
-    int opt;
-    while ((opt = getopt(argc, argv, "n:b:p:f:s:o:")) != -1) {
+    int opt, to_playback = 0;
+    while ((opt = getopt(argc, argv, "n:b:p:f:s:o:O")) != -1) {
         switch (opt) {
         case 'n': name = optarg; break;
         case 'b': busy_pct = atof(optarg); break;
         case 'f': from = optarg; break;
         case 's': seconds = atof(optarg); break;
         case 'o': out = optarg; break;
+        case 'O': to_playback = 1; break;
         case 'p':
             if (!strcmp(optarg, "first")) pos = FIRST;
             else if (!strcmp(optarg, "middle")) pos = MIDDLE;
@@ -313,7 +317,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "loadclient: cannot activate\n");
         return 1;
     }
-    if (connect_ports(from))
+    if (connect_ports(from, to_playback))
         return 1;
     printf("{\"event\":\"ready\"}\n");
     fflush(stdout);

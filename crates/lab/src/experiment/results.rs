@@ -196,6 +196,7 @@ pub fn cycle_metrics(cycles: &[CycleSample], from_s: f64) -> BTreeMap<Metric, f6
         out.insert(EndP99Us, percentile(&chain, 99.0).unwrap_or(f64::NAN));
         out.insert(EndMaxUs, *chain.last().unwrap_or(&f64::NAN));
     }
+    out.insert(LostCycles, lost_cycles(cycles, from_s) as f64);
     let used = col(|c| c.used_us);
     if let Some((u, _)) = mean_sd(&used) {
         out.insert(GraphCpuUs, u);
@@ -208,6 +209,32 @@ pub fn cycle_metrics(cycles: &[CycleSample], from_s: f64) -> BTreeMap<Metric, f6
         }
     }
     out
+}
+
+/// Cycles at or after `from_s` in which a client that was in the graph
+/// (between the first and the last cycle it finished) did not finish.
+pub fn lost_cycles(cycles: &[CycleSample], from_s: f64) -> u64 {
+    let n = cycles.iter().map(|c| c.client_end_us.len()).max().unwrap_or(0);
+    let mut lost = vec![false; cycles.len()];
+    for k in 0..n {
+        let done = |c: &CycleSample| c.client_end_us.get(k).copied().flatten().is_some();
+        let (Some(first), Some(last)) = (
+            cycles.iter().position(done),
+            cycles.iter().rposition(done),
+        ) else {
+            continue;
+        };
+        for (i, c) in cycles.iter().enumerate().take(last + 1).skip(first) {
+            if !done(c) {
+                lost[i] = true;
+            }
+        }
+    }
+    cycles
+        .iter()
+        .zip(&lost)
+        .filter(|(c, l)| **l && c.t_s >= from_s)
+        .count() as u64
 }
 
 /// The rt-app metrics over the jobs released at or after `from_s`.
@@ -268,6 +295,25 @@ mod tests {
         assert_eq!(m[&Metric::EndP50Us], 10.0);
         assert_eq!(m[&Metric::EndMaxUs], 30.0);
         assert_eq!(m[&Metric::BudgetOverUsed], 1.5);
+    }
+
+    #[test]
+    fn lost_cycles_count_gaps_while_a_client_was_in_the_graph() {
+        let c = |t_s, ends: Vec<Option<f64>>| CycleSample {
+            t_s,
+            client_end_us: ends,
+            ..Default::default()
+        };
+        let cycles = vec![
+            c(0.0, vec![Some(1.0), None]),    // c2 not joined yet: not lost
+            c(1.0, vec![None, Some(2.0)]),    // c1 missed: lost
+            c(2.0, vec![Some(1.0), None]),    // c2 missed: lost
+            c(3.0, vec![Some(1.0), Some(2.0)]),
+            c(4.0, vec![Some(1.0)]),          // c2 left: not lost
+        ];
+        assert_eq!(lost_cycles(&cycles, 0.0), 2);
+        assert_eq!(lost_cycles(&cycles, 1.5), 1);
+        assert_eq!(cycle_metrics(&cycles, 0.0)[&Metric::LostCycles], 2.0);
     }
 
     #[test]

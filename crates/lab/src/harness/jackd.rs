@@ -35,6 +35,19 @@ impl Jackd {
     /// everything after the name, e.g. `["-d", "dummy", "-r", "48000"]`)
     /// and waits until a client can connect.
     pub fn start(tag: &str, args: &[&str]) -> Result<Jackd, String> {
+        let opts = ChildOptions {
+            stderr: StderrMode::Keep {
+                keep: 200,
+                echo: None,
+            },
+            ..ChildOptions::default()
+        };
+        Jackd::start_with(tag, args, &opts)
+    }
+
+    /// As [`Jackd::start`], spawned with `opts` (e.g. pinned to a CPU, in a
+    /// process group of its own).
+    pub fn start_with(tag: &str, args: &[&str], opts: &ChildOptions) -> Result<Jackd, String> {
         static N: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "{tag}{}x{}",
@@ -43,14 +56,7 @@ impl Jackd {
         );
         let mut cmd = Command::new(JACKD);
         cmd.arg("-n").arg(&name).args(args);
-        let opts = ChildOptions {
-            stderr: StderrMode::Keep {
-                keep: 200,
-                echo: None,
-            },
-            ..ChildOptions::default()
-        };
-        let process = Child::spawn(cmd, "jackd", &opts)?;
+        let process = Child::spawn(cmd, "jackd", opts)?;
         let mut j = Jackd { name, process };
         j.wait_ready(Duration::from_secs(10))?;
         Ok(j)
