@@ -3,11 +3,17 @@
 //! load clients and competing rt-app tasks and when they join, timeline
 //! events, the measures, the duration) and the published values it is
 //! compared with. [`model`] holds the types (the file's schema, documented
-//! field by field), [`metric`] the names of what a run measures.
-//! Parsed on the command's main thread.
+//! field by field), [`metric`] the names of what a run measures, [`parse`]
+//! reads the TOML text with line-numbered errors, [`validate`] checks what
+//! the schema cannot (ranges, names, times inside the run), [`catalog`]
+//! holds the reproductions shipped with resound. The format is described in
+//! `docs/scenarios.md`. Parsed on the command's main thread.
 
 pub mod metric;
 pub mod model;
+pub mod parse;
+mod spans;
 
 pub use metric::Metric;
 pub use model::*;
+pub use parse::{parse, ScenarioError};
