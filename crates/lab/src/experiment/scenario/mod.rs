@@ -13,7 +13,9 @@ pub mod metric;
 pub mod model;
 pub mod parse;
 mod spans;
+pub mod validate;
 
 pub use metric::Metric;
 pub use model::*;
 pub use parse::{parse, ScenarioError};
+pub use validate::{check, validate};

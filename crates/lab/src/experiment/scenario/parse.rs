@@ -92,7 +92,12 @@ fn toml_error(
     spans: Option<&SpanMap>,
 ) -> ScenarioError {
     let offset = e.span().map_or(0, |s| s.start);
-    let path = spans.and_then(|s| s.path_at(offset));
+    // No span, an empty one at the start or one over the whole text: the
+    // error is about the top-level table itself.
+    let whole = e
+        .span()
+        .is_none_or(|s| s.start == 0 && (s.end == 0 || s.end >= text.trim_end().len()));
+    let path = spans.filter(|_| !whole).and_then(|s| s.path_at(offset));
     let message = explain(e.message(), spans.is_none());
     let message = match path {
         Some(p) if !p.is_empty() => format!("{p}: {message}"),
@@ -146,7 +151,7 @@ fn explain(raw: &str, syntax: bool) -> String {
 
 /// serde's Rust type names as words.
 fn plain_types(s: &str) -> String {
-    let s = s.replace(", expected ", ", expected ");
+    let s = s.to_string();
     let words = [
         ("expected u32", "expected a whole number >= 0"),
         ("expected u64", "expected a whole number >= 0"),

@@ -38,7 +38,7 @@ impl<'a> SpanMap<'a> {
                 Seg::Index(i) => node
                     .get_ref()
                     .as_array()
-                    .and_then(|a| a.iter().nth(i))
+                    .and_then(|a| a.get(i))
                     .map(|v| (v.span().start, v)),
             };
             match next {
