@@ -9,6 +9,7 @@
 //! holds the reproductions shipped with resound. The format is described in
 //! `docs/scenarios.md`. Parsed on the command's main thread.
 
+pub mod catalog;
 pub mod metric;
 pub mod model;
 pub mod parse;
