@@ -98,13 +98,23 @@ fn toml_error(
         .span()
         .is_none_or(|s| s.start == 0 && (s.end == 0 || s.end >= text.trim_end().len()));
     let path = spans.filter(|_| !whole).and_then(|s| s.path_at(offset));
-    let message = explain(e.message(), spans.is_none());
+    let mut message = explain(e.message(), spans.is_none());
+    // An event's action is a flattened enum: serde calls a second action
+    // (or a misspelt one) an unknown field without the allowed list.
+    let in_event = path.as_deref().is_some_and(|p| p.starts_with("event["));
+    if in_event && message.starts_with("unknown field") {
+        message = format!("{message}; {EVENT_SHAPE}");
+    }
     let message = match path {
         Some(p) if !p.is_empty() => format!("{p}: {message}"),
         _ => message,
     };
     ScenarioError::at(origin, text, offset, message)
 }
+
+/// What an `[[event]]` table holds.
+const EVENT_SHAPE: &str =
+    "an [[event]] needs `at_s` and exactly one action: `buffer_size = FRAMES` or `kill = \"CLIENT\"`";
 
 /// Reword serde's and the TOML parser's messages.
 fn explain(raw: &str, syntax: bool) -> String {
@@ -138,7 +148,7 @@ fn explain(raw: &str, syntax: bool) -> String {
             .into();
     }
     if raw.contains("enum Action") || raw.contains("variant identifier") {
-        return "an [[event]] needs `at_s` and exactly one action: `buffer_size = FRAMES` or `kill = \"CLIENT\"`".into();
+        return EVENT_SHAPE.into();
     }
     if let Some(rest) = raw
         .strip_prefix("invalid type: ")
@@ -236,6 +246,11 @@ policy = "fifo"
         assert_eq!(e.line, 11, "{e}");
         let e = err(&format!("{GOOD}[[event]]\nat_s = 3\n"));
         assert!(e.message.contains("exactly one action"), "{e}");
+        let e = err(&format!(
+            "{GOOD}[[event]]\nat_s = 3\nkill = \"a1\"\nbuffer_size = 64\n"
+        ));
+        assert!(e.message.contains("exactly one action"), "{e}");
+        assert!(e.message.starts_with("event[0]"), "{e}");
     }
 
     #[test]

@@ -227,6 +227,12 @@ impl Checker<'_> {
                 "this scenario has no [[rtapp]] task for rtapp_policy or rtapp_priority to apply to",
             );
         }
+        if run.placement.is_some() && self.s.clients.is_empty() {
+            self.fail(
+                &format!("{p}.placement"),
+                "this scenario has no [[clients]] group for placement to apply to",
+            );
+        }
         self.servers(p, run);
     }
 

@@ -225,6 +225,14 @@ fn priorities_and_multiplier() {
 }
 
 #[test]
+fn overrides_need_something_to_apply_to() {
+    let no_clients = with("[[clients]]\ncount = 10\nbusy_pct = 7.5\njoin_at_s = 5\njoin_every_s = 5\nleave_at_s = 58\n", "")
+        .replace("kill = \"dnl3\"", "buffer_size = 512")
+        .replacen("servers = [\"resound\"]", "servers = [\"resound\"]\nplacement = \"parallel\"", 1);
+    fails(&no_clients, "placement =", "no [[clients]] group");
+}
+
+#[test]
 fn cpus_at_least_one() {
     fails(
         &with("frames = 128", "frames = 128\ncpus = 0"),
