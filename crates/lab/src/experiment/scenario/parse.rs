@@ -3,7 +3,7 @@
 //! [`ScenarioError`] that names `ORIGIN:LINE:COLUMN`, the key it concerns
 //! (`run[2].policy`) and what is wrong in plain words (a TOML syntax error,
 //! an unknown field with the fields allowed there, a wrong type, a missing
-//! field). Semantic checks come after, in [`super::validate`]. Runs on the
+//! field). Semantic checks come after, in [`mod@super::validate`]. Runs on the
 //! command's main thread.
 
 use super::model::Scenario;
