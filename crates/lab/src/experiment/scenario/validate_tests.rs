@@ -340,3 +340,16 @@ fn client_names_cover_every_group() {
     assert!(!names.contains("dnl11") && !names.contains("dnl0"));
     assert!(is_name("a-1") && !is_name("-a") && !is_name("") && !is_name("A"));
 }
+
+#[test]
+fn inline_published_values_name_their_line() {
+    let inline = "[[published.table]]\nsource = \"p\"\ncaption = \"c\"\nvalue = [\n  { run = \"fifo\", metric = \"xruns\", value = 0 },\n  { run = \"nope\", metric = \"xruns\", value = 0 },\n]\n";
+    let text = format!("{GOOD}{inline}");
+    fails(&text, "run = \"nope\"", "no [[run]] is named \"nope\"");
+}
+
+#[test]
+fn kill_without_client_groups_says_so() {
+    let text = with("[[clients]]\ncount = 10\nbusy_pct = 7.5\njoin_at_s = 5\njoin_every_s = 5\nleave_at_s = 58\n", "");
+    fails(&text, "kill =", "no [[clients]] group");
+}
