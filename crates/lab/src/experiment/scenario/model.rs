@@ -30,6 +30,12 @@ pub struct Scenario {
     /// Length of each configuration's run, warm-up included (s).
     pub duration_s: f64,
     /// Length with `--quick` (s); default: the shorter of `duration_s` and 10.
+    /// `--quick` scales every time on the timeline by
+    /// `quick_duration_s / duration_s`: client joins, `join_every_s` and
+    /// leaves, rt-app starts and stops, events, and `warmup_s`, so the run
+    /// keeps its shape, shorter (a staircase of ten joins 10 s apart over
+    /// 120 s becomes joins 1.17 s apart with `quick_duration_s = 14`).
+    /// Periods, loads and rates are not scaled.
     #[serde(default)]
     pub quick_duration_s: Option<f64>,
     /// Seconds at the start of each run left out of the statistics (the
@@ -160,6 +166,11 @@ pub struct RunConfig {
     /// See `rate`.
     #[serde(default)]
     pub cpus: Option<usize>,
+    /// Place of every client group's clients in the graph for this
+    /// configuration (overrides each group's own `placement`; e.g. the same
+    /// clients in sequence in one configuration and in parallel in another).
+    #[serde(default)]
+    pub placement: Option<Placement>,
     /// Scheduling of every rt-app task in this configuration (overrides
     /// each task's own `policy`).
     #[serde(default)]
