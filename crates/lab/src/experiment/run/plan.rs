@@ -141,7 +141,7 @@ pub fn plans(sc: &Scenario, quick: bool) -> Vec<Plan> {
 /// The plan of configuration `run` on `server`.
 pub fn plan(sc: &Scenario, run: &RunConfig, server: ServerKind, quick: bool) -> Plan {
     let (duration_s, k) = duration_and_scale(sc, quick);
-    let mut steps = client_steps(sc, k);
+    let mut steps = client_steps(sc, run, k);
     for e in &sc.events {
         let what = match &e.action {
             Action::BufferSize(n) => StepKind::BufferSize(*n),
@@ -172,13 +172,15 @@ pub fn plan(sc: &Scenario, run: &RunConfig, server: ServerKind, quick: bool) -> 
     }
 }
 
-/// The joins and leaves of every client group, times scaled by `k`.
-fn client_steps(sc: &Scenario, k: f64) -> Vec<Step> {
+/// The joins and leaves of every client group, times scaled by `k`; the
+/// configuration's `placement` overrides the groups'.
+fn client_steps(sc: &Scenario, run: &RunConfig, k: f64) -> Vec<Step> {
     let mut steps = Vec::new();
     for g in &sc.clients {
         let name = |i: u32| format!("{}{i}", g.name);
+        let placement = run.placement.unwrap_or(g.placement);
         for i in 1..=g.count {
-            let (from, to_playback, extra_inputs) = match g.placement {
+            let (from, to_playback, extra_inputs) = match placement {
                 Placement::Chain => ((i > 1).then(|| format!("{}:out", name(i - 1))), true, vec![]),
                 Placement::Parallel => (None, true, vec![]),
                 Placement::FanIn if i < g.count || g.count == 1 => (None, g.count == 1, vec![]),
