@@ -30,7 +30,7 @@ mod summary;
 
 pub use calibrate::Calibration;
 pub use log::{parse_thread_log, JobRecord, RtAppLog, ThreadLog, LOG_BASENAME};
-pub use process::RtApp;
+pub use process::{rtapp_binary, RtApp};
 pub use summary::{nearest_rank, RtSummary};
 
 /// How one rt-app task is scheduled.
