@@ -6,8 +6,8 @@
 //! * [`tools`]: the test and demo clients (sine, counter, pass, gain,
 //!   lowpass, meter, check, load, misbehave), each a client process whose
 //!   process callback runs on its real-time thread;
-//! * [`rtapp`]: a periodic real-time task that competes with the audio graph
-//!   for the CPU;
+//! * [`rtapp`]: competing real-time load through Debian's `rt-app`: its
+//!   JSON, the running process, its per-job logs (slack, response time);
 //! * [`periodic`]: a stand-in for an unmodified media player with a known
 //!   frame rate (wait for the frame, work, show), for the legacy period
 //!   detector and reservations;

@@ -22,7 +22,7 @@ pub const COUNTER_MOD: u64 = 1 << 20;
     name = "resound-tool",
     version,
     about = "Real resound clients for demos, tests and benchmarks",
-    after_help = "Also, programs that are not clients: resound-tool rtapp [OPTIONS], a periodic real-time task that competes with the audio graph for the CPU; resound-tool periodic [OPTIONS], a stand-in for an unmodified media player with a known frame rate (threads, blocking calls, rate change, aperiodic mode, per-frame work, frame log), for the legacy period detector and reservations. Each has its own --help."
+    after_help = "Also, a program that is not a client: resound-tool periodic [OPTIONS], a stand-in for an unmodified media player with a known frame rate (threads, blocking calls, rate change, aperiodic mode, per-frame work, frame log), for the legacy period detector and reservations, with its own --help. (The competing real-time load is Debian's rt-app, driven by the lab library's rtapp module.)"
 )]
 struct Cli {
     /// Client name.
@@ -195,28 +195,6 @@ fn fadd_atomic(a: &AtomicU64, v: f64) {
 
 /// Entry point of the binary.
 pub fn main(argv: Vec<String>) -> i32 {
-    // `rtapp` is not a client: it runs without a server connection.
-    if argv.get(1).map(String::as_str) == Some("rtapp") {
-        /// A periodic real-time task that competes with the audio graph for the
-        /// CPU (not a client; it needs no server). Each job busy-loops for
-        /// --run-us of CPU time, released every --period-us, and must finish
-        /// before the next release; at the end it prints its deadline misses
-        /// and response times as one JSON line.
-        #[derive(Parser)]
-        struct RtappCli {
-            #[command(flatten)]
-            args: crate::rtapp::RtappArgs,
-        }
-        let argv =
-            std::iter::once("resound-tool rtapp".to_string()).chain(argv.into_iter().skip(2));
-        return match crate::rtapp::run(RtappCli::parse_from(argv).args) {
-            Ok(()) => 0,
-            Err(e) => {
-                eprintln!("resound-tool rtapp: {e}");
-                1
-            }
-        };
-    }
     if argv.get(1).map(String::as_str) == Some("periodic") {
         return periodic_main(argv);
     }
