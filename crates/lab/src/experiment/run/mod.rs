@@ -22,6 +22,7 @@ pub mod server;
 use super::results::{cycle_metrics, job_metrics, CycleSample, JobSample, Mark, RunResult};
 use super::scenario::{Metric, ServerKind};
 use crate::harness::Bins;
+use resound_client::prelude::*;
 use crate::rtapp::Calibration;
 use crate::vsjackd::records::ClientRecords;
 use clients::LoadClients;

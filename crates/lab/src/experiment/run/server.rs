@@ -11,6 +11,7 @@ use crate::harness::{
     dummy_driver_args, Bins, Child, ChildOptions, Jackd, Server, ServerSpec, StderrMode,
 };
 use crate::vsjackd::chain::libjack_dir;
+use resound_client::prelude::*;
 use resound_client::ControlSession;
 use resound_shm::profile::ProfileSegment;
 use std::path::{Path, PathBuf};
