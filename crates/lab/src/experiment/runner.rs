@@ -1,7 +1,7 @@
 //! Running one policy: a fresh `resoundd` in sync mode on the dummy driver in
 //! a private directory, the chain of `resound-tool load` clients, the
-//! competing task (`resound-tool rtapp`), the warm-up, the measurement (the
-//! [`Poller`] thread plus status polls every 100 ms) and its
+//! competing task (Debian's rt-app through [`crate::rtapp`]), the warm-up,
+//! the measurement (the [`Poller`] thread plus status polls every 100 ms) and its
 //! [`PolicyResult`]. Runs on the main thread; every process is started
 //! through the [harness](crate::harness) and stopped by its drop guards.
 
@@ -13,6 +13,7 @@ use super::settings::{ExperimentArgs, Policy};
 use crate::harness::{
     dummy_driver_args, Bins, Child, ChildOptions, Server, ServerSpec, StderrMode,
 };
+use crate::rtapp::{Calibration, RtApp, RtAppSpec, RtPolicy, RtTask};
 use resound_client::prelude::*;
 use resound_client::{Client, ControlSession};
 use resound_protocol::wire::Status;
@@ -185,28 +186,39 @@ fn graph_slots(probe: &Client, clients: u32) -> Res<Vec<u32>> {
     Ok(slots)
 }
 
-/// Starts the competing task (none when `--rt-run-us 0`) and waits until it is ready.
-fn start_rtapp(a: &ExperimentArgs, server: &Server, intr: &AtomicBool) -> Res<Option<Child>> {
-    if a.rt_run_us == 0 {
+/// Starts the competing task (none when `--rt-run-us 0`): Debian's rt-app,
+/// one thread, running past the warm-up and the measurement; waits until the
+/// kernel shows its policy.
+fn start_rtapp(
+    a: &ExperimentArgs,
+    server: &Server,
+    cal: Option<Calibration>,
+) -> Res<Option<RtApp>> {
+    let Some(cal) = cal else {
         return Ok(None);
-    }
-    let mut p = server.spawn_tool_raw(
-        "rtapp",
-        &[
-            "rtapp",
-            "--period-us",
-            &a.rt_period_us.to_string(),
-            "--run-us",
-            &a.rt_run_us.to_string(),
-            "--fifo",
-            &a.rt_fifo.to_string(),
-            "--warmup-s",
-            &a.warmup.to_string(),
-        ],
+    };
+    let spec = RtAppSpec {
+        tasks: vec![RtTask {
+            name: "rtload".into(),
+            period_us: a.rt_period_us,
+            run_us: a.rt_run_us,
+            policy: match a.rt_fifo {
+                0 => RtPolicy::Other,
+                priority => RtPolicy::Fifo { priority },
+            },
+            instances: 1,
+            start_s: 0.0,
+            stop_s: None,
+        }],
+        duration_s: a.warmup + a.seconds + 60.0,
+    };
+    let mut p = RtApp::start(
+        &spec,
+        &server.dir.join("rtapp"),
+        &cal,
+        &ChildOptions::default(),
     )?;
-    p.wait_event("ready", Duration::from_secs(10), &mut || {
-        check_interrupt(intr)
-    })?;
+    p.wait_running(Duration::from_secs(10))?;
     Ok(Some(p))
 }
 
@@ -222,20 +234,17 @@ struct BudgetLog {
 }
 
 /// An error when the server or the competing task exited.
-fn check_alive(server: &mut Server, rtapp: &mut Option<Child>) -> Res<()> {
+fn check_alive(server: &mut Server, rtapp: &mut Option<RtApp>) -> Res<()> {
     if let Some(st) = server.exited() {
         return Err(format!(
             "resoundd exited during the measurement ({st}):\n{}",
             server.log().tail(10)
         ));
     }
-    if let Some(p) = rtapp.as_mut() {
-        if let Some(st) = p.exited() {
-            return Err(format!(
-                "rtapp exited during the measurement ({st}):\n{}",
-                p.log().tail(10)
-            ));
-        }
+    if let Some(e) = rtapp.as_mut().and_then(RtApp::exited) {
+        return Err(format!(
+            "the competing task ended during the measurement: {e}"
+        ));
     }
     Ok(())
 }
@@ -269,7 +278,7 @@ fn poll_status(
     a: &ExperimentArgs,
     policy: Policy,
     g: &mut Graph,
-    rtapp: &mut Option<Child>,
+    rtapp: &mut Option<RtApp>,
     st0: &Status,
     intr: &AtomicBool,
 ) -> Res<BudgetLog> {
@@ -307,11 +316,28 @@ fn poll_status(
     Ok(log)
 }
 
-/// The `final` report of the competing task, stopped now.
-fn stop_rtapp(rtapp: &mut Option<Child>) -> Option<RtReport> {
-    let p = rtapp.as_mut()?;
-    let v = p.stop_and_report("final", Duration::from_secs(2)).ok()?;
-    RtReport::from_json(&v)
+/// The competing task's jobs released after its first `warmup_s` seconds,
+/// stopped now.
+fn stop_rtapp(rtapp: &mut Option<RtApp>, warmup_s: f64) -> Option<RtReport> {
+    let log = rtapp.take()?.stop().ok()?;
+    let first = log
+        .threads
+        .iter()
+        .filter_map(|t| t.jobs.first())
+        .map(|j| j.release_ns)
+        .min()?;
+    let s = log.released_from(first + (warmup_s * 1e9) as u64).summary();
+    Some(RtReport {
+        jobs: s.jobs,
+        misses: s.misses,
+        p50_us: s.resp_p50_us,
+        p99_us: s.resp_p99_us,
+        max_us: s.resp_max_us,
+        policy: log
+            .threads
+            .first()
+            .map_or_else(String::new, |t| t.policy.clone()),
+    })
 }
 
 /// End-of-chain percentiles (p50, p99, max) in us; None without samples.
@@ -396,10 +422,10 @@ fn warn_others(policy: Policy) -> usize {
 }
 
 /// CPU accounting snapshot with this run's processes as "ours".
-fn our_ticks(g: &Graph, rtapp: &Option<Child>) -> Option<CpuTicks> {
+fn our_ticks(g: &Graph, rtapp: &Option<RtApp>) -> Option<CpuTicks> {
     let ours: Vec<u32> = [std::process::id(), g.server.pid()]
         .into_iter()
-        .chain(rtapp.iter().map(Child::pid))
+        .chain(rtapp.iter().map(RtApp::pid))
         .chain(g.loads.iter().map(Child::pid))
         .collect();
     cpu_ticks(&ours)
@@ -414,8 +440,12 @@ pub(super) fn run_policy(
 ) -> Res<PolicyResult> {
     // Teardown in reverse: the poller stops first, then the competing task,
     // then the graph (probe, control session, clients, server, directory).
+    // rt-app's calibration, measured (once, then cached) before any load runs.
+    let cal = (a.rt_run_us > 0)
+        .then(|| Calibration::load_or_measure(&Calibration::default_cache()))
+        .transpose()?;
     let mut g = start_graph(a, bins, policy, intr)?;
-    let mut rtapp = start_rtapp(a, &g.server, intr)?;
+    let mut rtapp = start_rtapp(a, &g.server, cal)?;
     progress(&format!(
         "{}: graph{} running; warm-up {} s",
         policy.name(),
@@ -442,7 +472,7 @@ pub(super) fn run_policy(
         .and_then(|(t0, t1)| foreign_load(t0, t1));
     let chain = poller.finish()?;
     // The competing task's window ends now too.
-    let rt = stop_rtapp(&mut rtapp);
+    let rt = stop_rtapp(&mut rtapp, a.warmup);
     let m = Measured {
         st0,
         st1,
