@@ -46,6 +46,18 @@ impl RtApp {
         opts: &ChildOptions,
     ) -> Result<RtApp, String> {
         spec.validate()?;
+        if let (Some(cpu), Some(t)) = (
+            opts.cpu,
+            spec.tasks
+                .iter()
+                .find(|t| matches!(t.policy, RtPolicy::Deadline { .. })),
+        ) {
+            return Err(format!(
+                "task {} is SCHED_DEADLINE and rt-app would be pinned to CPU {cpu}: the kernel \
+                 refuses a reservation to a thread whose affinity is narrower than its root domain",
+                t.name
+            ));
+        }
         let bin = rtapp_binary()?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         remove_old_logs(dir)?;
