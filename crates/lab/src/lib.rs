@@ -11,9 +11,9 @@
 //! * [`periodic`]: a stand-in for an unmodified media player with a known
 //!   frame rate (wait for the frame, work, show), for the legacy period
 //!   detector and reservations;
-//! * [`experiment`]: runs the audio graph under each scheduling policy next
-//!   to the competing task and tabulates xruns, end-of-chain times, deadline
-//!   misses and reserved bandwidth;
+//! * [`experiment`]: `resound experiment`, the papers' experiments as
+//!   scenario files played on resound and Debian's jackd2 with load clients
+//!   and rt-app, every cycle recorded, reported beside the published values;
 //! * [`harness`]: the one child-process harness (a server under a unique
 //!   name in its own runtime directory, tool clients, readiness, JSON
 //!   results, stop guards) that the end-to-end tests, the activation bench,

@@ -71,8 +71,14 @@ value = 5333.3
 /// Whether everything the experiment needs is here (SKIP printed otherwise).
 fn prerequisites(test: &str) -> bool {
     for (path, why) in [
-        ("/usr/bin/jackd", "Debian's jackd is missing (apt-get install jackd2)"),
-        ("/usr/bin/rt-app", "rt-app is missing (apt-get install rt-app)"),
+        (
+            "/usr/bin/jackd",
+            "Debian's jackd is missing (apt-get install jackd2)",
+        ),
+        (
+            "/usr/bin/rt-app",
+            "rt-app is missing (apt-get install rt-app)",
+        ),
         (
             "/usr/include/jack/jack.h",
             "JACK headers missing (apt-get install libjack-jackd2-dev)",
@@ -121,22 +127,35 @@ fn a_short_scenario_runs_on_both_servers_and_writes_its_report() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
 
-    let json: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(out_dir.join("results.json")).unwrap(),
-    )
-    .unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("results.json")).unwrap())
+            .unwrap();
     let runs = json["runs"].as_array().unwrap();
     let who: Vec<String> = runs
         .iter()
-        .map(|r| format!("{}/{}", r["run"].as_str().unwrap(), r["server"].as_str().unwrap()))
+        .map(|r| {
+            format!(
+                "{}/{}",
+                r["run"].as_str().unwrap(),
+                r["server"].as_str().unwrap()
+            )
+        })
         .collect();
-    assert_eq!(who, ["fifo/resound", "fifo/jackd", "reserved/resound"], "{json}");
+    assert_eq!(
+        who,
+        ["fifo/resound", "fifo/jackd", "reserved/resound"],
+        "{json}"
+    );
     for r in runs {
         assert!(r["error"].is_null(), "run failed: {r}");
         let name = format!(
             "{}-{}",
             r["run"].as_str().unwrap(),
-            if r["server"] == "jackd" { "jackd2" } else { "resound" }
+            if r["server"] == "jackd" {
+                "jackd2"
+            } else {
+                "resound"
+            }
         );
         // 8 s at 48 kHz / 256 frames is 1500 cycles; a loaded machine
         // stalls some, and the server starts a little after the clock.
@@ -148,16 +167,33 @@ fn a_short_scenario_runs_on_both_servers_and_writes_its_report() {
         let jobs = csv_rows(&out_dir.join(format!("jobs-{name}.csv")));
         assert!((250..=560).contains(&jobs), "{name}: {jobs} rt-app jobs");
         let m = &r["metrics"];
-        let end = m["end_p50_us"].as_f64().unwrap_or_else(|| panic!("{name}: {r}"));
-        assert!(end > 0.0 && end < 4.0 * 5333.0, "{name}: end of chain {end} us");
+        let end = m["end_p50_us"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{name}: {r}"));
+        assert!(
+            end > 0.0 && end < 4.0 * 5333.0,
+            "{name}: end of chain {end} us"
+        );
         let period = m["driver_period_avg_us"].as_f64().unwrap();
-        assert!((5333.0 - period).abs() < 300.0, "{name}: period {period} us");
+        assert!(
+            (5333.0 - period).abs() < 300.0,
+            "{name}: period {period} us"
+        );
         let setup = r["setup"].to_string();
-        let want = if r["run"] == "reserved" { "SCHED_DEADLINE" } else { "SCHED_FIFO 5" };
+        let want = if r["run"] == "reserved" {
+            "SCHED_DEADLINE"
+        } else {
+            "SCHED_FIFO 5"
+        };
         assert!(setup.contains(want), "{name}: {setup}");
     }
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
-    for want in ["A short scenario for the test suite", "5333.3", "jackd2", "dnl3 killed"] {
+    for want in [
+        "A short scenario for the test suite",
+        "5333.3",
+        "jackd2",
+        "dnl3 killed",
+    ] {
         assert!(html.contains(want), "report.html has no {want:?}");
     }
     let svgs = std::fs::read_dir(&out_dir)
@@ -172,7 +208,11 @@ fn a_short_scenario_runs_on_both_servers_and_writes_its_report() {
 fn check_gives_line_numbered_errors_and_the_shipped_scenarios_are_valid() {
     let dir = TestDir::new("experiment", "check");
     let bad = dir.join("bad.toml");
-    std::fs::write(&bad, SCENARIO.replace("policy = \"deadline+reclaim\"", "policy = \"edf\"")).unwrap();
+    std::fs::write(
+        &bad,
+        SCENARIO.replace("policy = \"deadline+reclaim\"", "policy = \"edf\""),
+    )
+    .unwrap();
     let out = Command::new(RESOUND)
         .args(["experiment", "check"])
         .arg(&bad)
@@ -189,14 +229,22 @@ fn check_gives_line_numbered_errors_and_the_shipped_scenarios_are_valid() {
         stderr.contains(&format!("bad.toml:{line}:")),
         "no line {line} in: {stderr}"
     );
-    let list = Command::new(RESOUND).args(["experiment", "list"]).output().unwrap();
+    let list = Command::new(RESOUND)
+        .args(["experiment", "list"])
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&list.stdout);
     let names: Vec<&str> = text
         .lines()
         .take_while(|l| !l.trim().is_empty())
         .filter_map(|l| l.split_whitespace().next())
         .collect();
-    for want in ["driver-timing", "table2-2666", "min-latency", "jackdmp-activation"] {
+    for want in [
+        "driver-timing",
+        "table2-2666",
+        "min-latency",
+        "jackdmp-activation",
+    ] {
         assert!(names.contains(&want), "{want} not in {names:?}");
     }
     let check = Command::new(RESOUND)

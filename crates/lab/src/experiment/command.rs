@@ -125,7 +125,10 @@ fn plans_of(sc: &Scenario, a: &RunArgs, progress_note: &mut Vec<String>) -> Vec<
     let all = plans(sc, a.quick);
     let keep_jackd = !a.no_jackd && crate::harness::Jackd::available();
     if !keep_jackd && uses_jackd(&all) && !a.no_jackd {
-        progress_note.push("Debian's jackd is not installed: resound runs alone (scripts/setup.sh installs it)".into());
+        progress_note.push(
+            "Debian's jackd is not installed: resound runs alone (scripts/setup.sh installs it)"
+                .into(),
+        );
     }
     all.into_iter()
         .filter(|p| keep_jackd || p.server != ServerKind::Jackd)
@@ -165,15 +168,23 @@ fn run(a: RunArgs) -> Result<(), String> {
         total / 60.0
     ));
     let calibration = if jobs.iter().any(|(sc, _, _)| !sc.rtapp.is_empty()) {
-        progress.line("calibrating rt-app (once; cached in the output directory)");
-        Some(Calibration::load_or_measure(&a.out.join("rtapp-calibration.json"))?)
+        let cache = Calibration::default_cache();
+        progress.line(&format!(
+            "rt-app's calibration: {} (measured once; delete it to measure again)",
+            cache.display()
+        ));
+        Some(Calibration::load_or_measure(&cache)?)
     } else {
         None
     };
     let loadclient = compile_loadclient(&a.out.join("bin"))?;
     let mut failed = 0;
     for (sc, source, plans) in jobs {
-        let dir = if a.all { a.out.join(&sc.name) } else { a.out.clone() };
+        let dir = if a.all {
+            a.out.join(&sc.name)
+        } else {
+            a.out.clone()
+        };
         let ctx = Ctx {
             bins: bins.clone(),
             loadclient: loadclient.clone(),
@@ -199,7 +210,9 @@ fn run(a: RunArgs) -> Result<(), String> {
     }
     progress.finish();
     if failed > 0 {
-        return Err(format!("{failed} configuration run(s) failed (see the report)"));
+        return Err(format!(
+            "{failed} configuration run(s) failed (see the report)"
+        ));
     }
     Ok(())
 }
@@ -253,15 +266,20 @@ fn machine_info(jackd: bool, rtapp: bool) -> MachineInfo {
         cpu_model,
         cpus: std::thread::available_parallelism().map_or(0, |n| n.get()),
         resound_version: env!("CARGO_PKG_VERSION").to_string(),
-        jackd_version: jackd.then(|| program_version("jackd", &["--version"])).flatten(),
-        rtapp_version: rtapp.then(|| program_version("rt-app", &["--version"])).flatten(),
+        jackd_version: jackd
+            .then(|| program_version("jackd", &["--version"]))
+            .flatten(),
+        rtapp_version: rtapp
+            .then(|| program_version("rt-app", &["--version"]))
+            .flatten(),
     }
 }
 
 /// The first line a program prints for its version.
 fn program_version(prog: &str, args: &[&str]) -> Option<String> {
     let out = std::process::Command::new(prog).args(args).output().ok()?;
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     text.lines()
         .find(|l| !l.trim().is_empty())
         .map(|l| l.trim().to_string())

@@ -75,7 +75,9 @@ pub struct RunResult {
     pub sched: String,
 }
 
-/// One audio cycle. Times are from the cycle's start unless said otherwise;
+/// One audio cycle. Times are from the cycle's start (the driver's
+/// wake-up: on resound its measured wake-up, not the timer's nominal
+/// start; on jackd the traced return from its sleep) unless said otherwise;
 /// a field is None where the server or the measurement has no value.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct CycleSample {
@@ -214,14 +216,17 @@ pub fn cycle_metrics(cycles: &[CycleSample], from_s: f64) -> BTreeMap<Metric, f6
 /// Cycles at or after `from_s` in which a client that was in the graph
 /// (between the first and the last cycle it finished) did not finish.
 pub fn lost_cycles(cycles: &[CycleSample], from_s: f64) -> u64 {
-    let n = cycles.iter().map(|c| c.client_end_us.len()).max().unwrap_or(0);
+    let n = cycles
+        .iter()
+        .map(|c| c.client_end_us.len())
+        .max()
+        .unwrap_or(0);
     let mut lost = vec![false; cycles.len()];
     for k in 0..n {
         let done = |c: &CycleSample| c.client_end_us.get(k).copied().flatten().is_some();
-        let (Some(first), Some(last)) = (
-            cycles.iter().position(done),
-            cycles.iter().rposition(done),
-        ) else {
+        let (Some(first), Some(last)) =
+            (cycles.iter().position(done), cycles.iter().rposition(done))
+        else {
             continue;
         };
         for (i, c) in cycles.iter().enumerate().take(last + 1).skip(first) {
@@ -305,11 +310,11 @@ mod tests {
             ..Default::default()
         };
         let cycles = vec![
-            c(0.0, vec![Some(1.0), None]),    // c2 not joined yet: not lost
-            c(1.0, vec![None, Some(2.0)]),    // c1 missed: lost
-            c(2.0, vec![Some(1.0), None]),    // c2 missed: lost
+            c(0.0, vec![Some(1.0), None]), // c2 not joined yet: not lost
+            c(1.0, vec![None, Some(2.0)]), // c1 missed: lost
+            c(2.0, vec![Some(1.0), None]), // c2 missed: lost
             c(3.0, vec![Some(1.0), Some(2.0)]),
-            c(4.0, vec![Some(1.0)]),          // c2 left: not lost
+            c(4.0, vec![Some(1.0)]), // c2 left: not lost
         ];
         assert_eq!(lost_cycles(&cycles, 0.0), 2);
         assert_eq!(lost_cycles(&cycles, 1.5), 1);

@@ -140,12 +140,10 @@ impl RtTask {
     /// Jobs each thread runs in a spec of `duration_s`: the releases that fall
     /// before its stop time.
     pub fn jobs(&self, duration_s: f64) -> u64 {
-        let stop = self.stop_s.unwrap_or(duration_s).min(duration_s);
-        let window_us = (stop - self.start_s) * 1e6;
-        if window_us <= 0.0 || self.period_us == 0 {
-            return 0;
-        }
-        (window_us / self.period_us as f64).ceil() as u64
+        let us = |s: f64| (s * 1e6).round().max(0.0) as u64;
+        let stop = us(self.stop_s.unwrap_or(duration_s).min(duration_s));
+        let window_us = stop.saturating_sub(us(self.start_s));
+        window_us.div_ceil(self.period_us.max(1))
     }
 
     fn validate(&self, duration_s: f64) -> Result<(), String> {

@@ -46,6 +46,18 @@ impl RtApp {
         opts: &ChildOptions,
     ) -> Result<RtApp, String> {
         spec.validate()?;
+        if let (Some(cpu), Some(t)) = (
+            opts.cpu,
+            spec.tasks
+                .iter()
+                .find(|t| matches!(t.policy, RtPolicy::Deadline { .. })),
+        ) {
+            return Err(format!(
+                "task {} is SCHED_DEADLINE and rt-app would be pinned to CPU {cpu}: the kernel \
+                 refuses a reservation to a thread whose affinity is narrower than its root domain",
+                t.name
+            ));
+        }
         let bin = rtapp_binary()?;
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         remove_old_logs(dir)?;
@@ -159,6 +171,13 @@ impl RtApp {
             return Some(format!("rt-app exited ({st}): its tasks are done"));
         }
         Some(self.failure(&st.to_string()))
+    }
+
+    /// Why rt-app failed, if it exited unsuccessfully (None while it runs,
+    /// and once it has ended well: a timeline's tasks all done).
+    pub fn failed(&mut self) -> Option<String> {
+        let st = self.child.exited()?;
+        (!st.success()).then(|| self.failure(&st.to_string()))
     }
 
     /// The error for an rt-app that failed with `status`.

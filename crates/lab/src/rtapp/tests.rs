@@ -113,6 +113,13 @@ fn jobs_cover_start_to_stop() {
     assert_eq!(t.jobs(2.0), 150);
     t.stop_s = Some(0.5001); // one release (at 0.5 s) before the stop
     assert_eq!(t.jobs(2.0), 1);
+    // Whole microseconds: 0.3 - 0.1 is not 0.2 in floating point.
+    t.start_s = 0.1;
+    t.stop_s = Some(0.3);
+    assert_eq!(t.jobs(2.0), 20);
+    t.start_s = 0.7;
+    t.stop_s = Some(0.9);
+    assert_eq!(t.jobs(2.0), 20);
 }
 
 #[test]

@@ -13,14 +13,15 @@
 //! * `two-tasks`: two periodic players (C = 20 ms, P = 40 ms and C = 10 ms,
 //!   P = 60 ms) each under LFS with the same T varied (Fig. 3-4).
 //!
-//! The interfering load (unless `--no-load`) is one `resound-tool rtapp`
-//! per CPU, pinned, SCHED_FIFO 50, 30 ms every 50 ms: a SCHED_OTHER
-//! player misses frames under it. Each run is its own process tree; nothing
+//! The interfering load (unless `--no-load`) is Debian's rt-app
+//! (`resound_lab::rtapp`): one SCHED_FIFO 50 thread per CPU, 30 ms every
+//! 50 ms: a SCHED_OTHER player misses frames under it. Each run is its own process tree; nothing
 //! is shared with a running server (`--no-server`).
 //!
 //! Threads: the command's main thread (plus the harness's pipe readers).
 
 use resound_lab::harness::{self, Child, ChildOptions, StderrMode};
+use resound_lab::rtapp::{Calibration, RtApp, RtAppSpec, RtPolicy, RtTask};
 use serde_json::Value;
 use std::process::Command;
 use std::time::Duration;
@@ -51,41 +52,53 @@ struct Outcome {
     used: f64,
 }
 
-/// The interfering load: one pinned SCHED_FIFO rtapp per CPU.
+/// The interfering load: Debian's rt-app, one SCHED_FIFO 50 thread per CPU,
+/// each running 30 ms every 50 ms (the kernel's real-time balancing puts
+/// one on each CPU); its calibration is cached in
+/// [`Calibration::default_cache`].
 struct Load {
     /// Stopped (SIGTERM) when dropped.
-    _children: Vec<Child>,
+    rtapp: Option<RtApp>,
+    /// Its JSON and logs; removed when dropped.
+    dir: std::path::PathBuf,
 }
 
 impl Load {
     fn start(on: bool) -> Result<Load, String> {
+        let dir = std::env::temp_dir().join(format!("resound-legacy-load-{}", std::process::id()));
         if !on {
-            return Ok(Load {
-                _children: Vec::new(),
-            });
+            return Ok(Load { rtapp: None, dir });
         }
-        let tool = harness::sibling("resound-tool")?;
+        let cal = Calibration::load_or_measure(&Calibration::default_cache())?;
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut v = Vec::new();
-        for cpu in 0..cpus {
-            let mut c = Command::new(&tool);
-            c.args([
-                "rtapp",
-                "--fifo",
-                "50",
-                "--period-us",
-                "50000",
-                "--run-us",
-                "30000",
-            ]);
-            let o = ChildOptions {
-                cpu: Some(cpu),
-                ..ChildOptions::default()
-            };
-            v.push(Child::spawn(c, "rtapp", &o)?);
+        let spec = RtAppSpec {
+            tasks: vec![RtTask {
+                name: "load".into(),
+                period_us: 50_000,
+                run_us: 30_000,
+                policy: RtPolicy::Fifo { priority: 50 },
+                instances: cpus as u32,
+                start_s: 0.0,
+                stop_s: None,
+            }],
+            // Longer than any run; the load is stopped when dropped.
+            duration_s: 24.0 * 3600.0,
+        };
+        let mut rt = RtApp::start(&spec, &dir, &cal, &ChildOptions::default())?;
+        rt.wait_running(Duration::from_secs(10))?;
+        Ok(Load {
+            rtapp: Some(rt),
+            dir,
+        })
+    }
+}
+
+impl Drop for Load {
+    fn drop(&mut self) {
+        if let Some(rt) = self.rtapp.take() {
+            let _ = rt.stop();
         }
-        std::thread::sleep(Duration::from_millis(300));
-        Ok(Load { _children: v })
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

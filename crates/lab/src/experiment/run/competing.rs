@@ -88,9 +88,10 @@ impl Competing {
         Ok(Some(Competing { rtapp }))
     }
 
-    /// An error when rt-app exited before its end.
+    /// An error when rt-app failed (it ends on its own, well, once its
+    /// timeline's tasks are all done).
     pub fn check_alive(&mut self) -> Result<(), String> {
-        match self.rtapp.exited() {
+        match self.rtapp.failed() {
             Some(why) => Err(format!("rt-app exited during the run: {why}")),
             None => Ok(()),
         }

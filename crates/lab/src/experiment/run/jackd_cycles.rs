@@ -130,9 +130,11 @@ pub fn samples(
         let next = starts.get(i + 1).map_or(start + period_ns, |s| s.0);
         let mut ends = Vec::with_capacity(clients.len());
         for (k, (_, recs)) in clients.iter().enumerate() {
-            ends.push(recs.and_then(|r| {
-                client_end_in(r, &mut cursors[k], start, next, period_ns).map(us)
-            }));
+            ends.push(
+                recs.and_then(|r| {
+                    client_end_in(r, &mut cursors[k], start, next, period_ns).map(us)
+                }),
+            );
         }
         let end_us = ends.iter().flatten().copied().reduce(f64::max);
         out.push(CycleSample {
@@ -221,12 +223,7 @@ mod tests {
             xruns: 0,
             full: false,
         };
-        let s = samples(
-            &driver,
-            &[("c1".to_string(), Some(&recs))],
-            0,
-            1_000_000,
-        );
+        let s = samples(&driver, &[("c1".to_string(), Some(&recs))], 0, 1_000_000);
         assert_eq!(s.len(), 3);
         assert_eq!(s[0].client_end_us, vec![Some(0.5)]);
         assert_eq!(s[1].client_end_us, vec![None]);

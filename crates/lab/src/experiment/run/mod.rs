@@ -22,13 +22,13 @@ pub mod server;
 use super::results::{cycle_metrics, job_metrics, CycleSample, JobSample, Mark, RunResult};
 use super::scenario::{Metric, ServerKind};
 use crate::harness::Bins;
-use resound_client::prelude::*;
 use crate::rtapp::Calibration;
 use crate::vsjackd::records::ClientRecords;
 use clients::LoadClients;
 use competing::Competing;
 use plan::{Plan, StepKind};
 use progress::Progress;
+use resound_client::prelude::*;
 use resound_shm::time::monotonic_ns;
 use server::AudioServer;
 use std::path::PathBuf;
@@ -235,7 +235,9 @@ fn do_step(what: &StepKind, plan: &Plan, live: &mut Live, g: &mut Gathered) -> R
                     "loadclient -n {} -b {} {}",
                     c.name,
                     c.busy_pct,
-                    c.from.as_deref().map_or("(from capture)".into(), |f| format!("-f {f}"))
+                    c.from
+                        .as_deref()
+                        .map_or("(from capture)".into(), |f| format!("-f {f}"))
                 ));
             }
             Ok(())
@@ -307,7 +309,11 @@ fn collect(plan: &Plan, mut live: Live, g: &mut Gathered) {
 
 /// jackd's xruns over the measured window, as its clients' xrun callbacks
 /// counted them (the most any client saw; None without clients).
-fn jackd_xruns(recs: &[(String, Option<&ClientRecords>)], t0_ns: u64, warmup_s: f64) -> Option<(u64, u64)> {
+fn jackd_xruns(
+    recs: &[(String, Option<&ClientRecords>)],
+    t0_ns: u64,
+    warmup_s: f64,
+) -> Option<(u64, u64)> {
     let from = t0_ns + (warmup_s * 1e9) as u64;
     recs.iter()
         .filter_map(|(_, r)| *r)

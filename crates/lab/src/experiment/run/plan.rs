@@ -5,8 +5,7 @@
 //! the command's main thread.
 
 use crate::experiment::scenario::{
-    Action, AudioPolicy, Mode, Multiplier, Placement, RtPolicyName, RunConfig, Scenario,
-    ServerKind,
+    Action, AudioPolicy, Mode, Multiplier, Placement, RtPolicyName, RunConfig, Scenario, ServerKind,
 };
 
 /// What one configuration on one server runs.
@@ -134,7 +133,11 @@ pub fn duration_and_scale(sc: &Scenario, quick: bool) -> (f64, f64) {
 pub fn plans(sc: &Scenario, quick: bool) -> Vec<Plan> {
     sc.runs
         .iter()
-        .flat_map(|r| servers_of(r).into_iter().map(move |s| plan(sc, r, s, quick)))
+        .flat_map(|r| {
+            servers_of(r)
+                .into_iter()
+                .map(move |s| plan(sc, r, s, quick))
+        })
         .collect()
 }
 
@@ -181,7 +184,11 @@ fn client_steps(sc: &Scenario, run: &RunConfig, k: f64) -> Vec<Step> {
         let placement = run.placement.unwrap_or(g.placement);
         for i in 1..=g.count {
             let (from, to_playback, extra_inputs) = match placement {
-                Placement::Chain => ((i > 1).then(|| format!("{}:out", name(i - 1))), true, vec![]),
+                Placement::Chain => (
+                    (i > 1).then(|| format!("{}:out", name(i - 1))),
+                    true,
+                    vec![],
+                ),
                 Placement::Parallel => (None, true, vec![]),
                 Placement::FanIn if i < g.count || g.count == 1 => (None, g.count == 1, vec![]),
                 Placement::FanIn => (

@@ -4,7 +4,9 @@
 //! driver's measured period and end date, each client's end date, the
 //! graph's budget, prediction and CPU used (the papers' single group
 //! reservation: the sum over the graph's threads, budgets taken per audio
-//! period). Runs on the command's main thread.
+//! period). Dates are taken from the driver's wake-up, as jackd2 takes its
+//! cycle start (and as the jackd side of a run measures it), not from the
+//! timer's nominal start. Runs on the command's main thread.
 
 use crate::experiment::results::CycleSample;
 use resound_profiler::{Profile, ServerInfo};
@@ -73,6 +75,7 @@ impl RingLog {
         p.cycles
             .iter()
             .map(|c| {
+                let from_wake = |ns: u64| us(ns.saturating_sub(c.driver_awake_ns));
                 let client_end_us = columns
                     .iter()
                     .map(|uuids| {
@@ -80,10 +83,11 @@ impl RingLog {
                             .iter()
                             .find(|n| uuids.contains(&n.uuid))
                             .and_then(|n| n.finish_ns)
-                            .map(us)
+                            .map(from_wake)
                     })
                     .collect();
-                let budget: u64 = c.driver_budget_ns + c.nodes.iter().map(|n| n.budget_ns).sum::<u64>();
+                let budget: u64 =
+                    c.driver_budget_ns + c.nodes.iter().map(|n| n.budget_ns).sum::<u64>();
                 let predicted: u64 =
                     c.driver_predicted_ns + c.nodes.iter().map(|n| n.predicted_ns).sum::<u64>();
                 let used: u64 =
@@ -92,8 +96,8 @@ impl RingLog {
                 CycleSample {
                     t_s: c.start_ns.saturating_sub(t0_ns) as f64 / 1e9,
                     period_us: c.measured_period_ns.map(us),
-                    driver_end_us: Some(us(c.driver_end_ns)),
-                    end_us: end.map(us),
+                    driver_end_us: Some(from_wake(c.driver_end_ns)),
+                    end_us: end.map(from_wake),
                     client_end_us,
                     budget_us: (budget > 0).then(|| us(budget) / multiplier),
                     predicted_us: (predicted > 0).then(|| us(predicted) / multiplier),
@@ -110,7 +114,8 @@ impl RingLog {
         self.records
             .iter()
             .filter(|(c, rows)| {
-                c.start_ns >= from_ns && rows
+                c.start_ns >= from_ns
+                    && rows
                         .iter()
                         .any(|r| r.is_late() || r.dates_since(c.start_ns)[2].is_none())
             })

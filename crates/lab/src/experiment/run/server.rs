@@ -79,8 +79,9 @@ impl AudioServer {
                 spec.tools = child_options(plan);
                 let mut server = Server::spawn(spec)?;
                 server.wait_ready(&mut || Ok(()))?;
-                let (ctl, profile) = ControlSession::connect_profile(Some(&server.name), Some(&server.dir))
-                    .map_err(|e| format!("the server's profile ring: {e}"))?;
+                let (ctl, profile) =
+                    ControlSession::connect_profile(Some(&server.name), Some(&server.dir))
+                        .map_err(|e| format!("the server's profile ring: {e}"))?;
                 Ok(AudioServer::Resound {
                     server,
                     ctl,
@@ -96,7 +97,10 @@ impl AudioServer {
         let driver = dummy_driver_args(plan.rate, plan.frames).join(" ");
         match plan.server {
             crate::experiment::scenario::ServerKind::Jackd => {
-                format!("jackd -n NAME {} {driver}", plan.jackd_server_args().join(" "))
+                format!(
+                    "jackd -n NAME {} {driver}",
+                    plan.jackd_server_args().join(" ")
+                )
             }
             crate::experiment::scenario::ServerKind::Resound => format!(
                 "resoundd -n NAME {} {driver}",
@@ -139,7 +143,9 @@ impl AudioServer {
             .args(args)
             .stdin(Stdio::null())
             .output()
-            .map_err(|e| format!("cannot run {prog}: {e} (it comes with Debian's jackd2 package)"))?;
+            .map_err(|e| {
+                format!("cannot run {prog}: {e} (it comes with Debian's jackd2 package)")
+            })?;
         if out.status.success() {
             return Ok(());
         }
@@ -156,7 +162,10 @@ impl AudioServer {
     pub fn check_alive(&mut self) -> Result<(), String> {
         match self {
             AudioServer::Resound { server, .. } => match server.exited() {
-                Some(st) => Err(format!("resoundd exited ({st}):\n{}", server.log().tail(10))),
+                Some(st) => Err(format!(
+                    "resoundd exited ({st}):\n{}",
+                    server.log().tail(10)
+                )),
                 None => Ok(()),
             },
             AudioServer::Jackd(_) => Ok(()),

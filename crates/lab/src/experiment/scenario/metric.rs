@@ -18,7 +18,8 @@ pub enum Metric {
     /// Driver period, standard deviation (us).
     DriverPeriodSdUs,
     /// Driver end date: when the driver finished its cycle and went to
-    /// sleep, from the cycle's start; minimum (us).
+    /// sleep, from the cycle's start (the driver's wake-up, on both
+    /// servers); minimum (us).
     DriverEndMinUs,
     /// Driver end date, maximum (us).
     DriverEndMaxUs,
@@ -26,7 +27,8 @@ pub enum Metric {
     DriverEndAvgUs,
     /// Driver end date, standard deviation (us).
     DriverEndSdUs,
-    /// End of chain: the last client's end date from the cycle start, median (us).
+    /// End of chain: the last client's end date from the cycle start (the
+    /// driver's wake-up), median (us).
     EndP50Us,
     /// End of chain, 99th percentile (us).
     EndP99Us,
