@@ -113,7 +113,7 @@ fn scenarios_of(a: &RunArgs) -> Result<Vec<(Scenario, String)>, String> {
     if a.all {
         return catalog::list()
             .iter()
-            .map(|e| catalog::load(&e.name).map_err(|e| e.to_string()))
+            .map(|e| catalog::load(e.name).map_err(|e| e.to_string()))
             .collect();
     }
     let name = a.scenario.as_deref().expect("clap requires a scenario");
@@ -188,7 +188,7 @@ fn run(a: RunArgs) -> Result<(), String> {
         let ctx = Ctx {
             bins: bins.clone(),
             loadclient: loadclient.clone(),
-            calibration: calibration.clone(),
+            calibration,
             raw_dir: dir.join("raw"),
             interrupted: interrupted.clone(),
         };

@@ -25,6 +25,7 @@ fn config(name: &str, label: &str, policy: AudioPolicy) -> RunConfig {
         rtapp_policy: None,
         rtapp_priority: None,
         resound_args: Vec::new(),
+        placement: None,
     }
 }
 

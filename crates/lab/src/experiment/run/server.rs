@@ -24,8 +24,8 @@ pub const TAG: &str = "exp";
 pub enum AudioServer {
     /// resoundd, its control session and its profile ring.
     Resound {
-        /// The server (stopped on drop).
-        server: Server,
+        /// The server (stopped on drop; boxed: the variants differ in size).
+        server: Box<Server>,
         /// A control session (status).
         ctl: ControlSession,
         /// The profile ring, mapped read-only.
@@ -83,7 +83,7 @@ impl AudioServer {
                     ControlSession::connect_profile(Some(&server.name), Some(&server.dir))
                         .map_err(|e| format!("the server's profile ring: {e}"))?;
                 Ok(AudioServer::Resound {
-                    server,
+                    server: Box::new(server),
                     ctl,
                     profile,
                     libjack: libjack_dir(bins)?,
