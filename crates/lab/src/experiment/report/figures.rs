@@ -4,7 +4,7 @@
 //!
 //! | file | what | like |
 //! |---|---|---|
-//! | `driver-end.svg` | driver end date per cycle, period as reference | "Adaptive Reservations for JACK", Figure 1 (a) |
+//! | `driver-end.svg` | driver end date per cycle, period as reference | "Low-latency audio on Linux by means of real-time scheduling", Figure 1 (a) |
 //! | `rtapp-response.svg` | rt-app response time per job, deadline as reference | Figure 1 (b) |
 //! | `budget.svg` | graph budget set, predicted, CPU used per cycle | Figure 1 (c); the thesis's budget trend |
 //! | `driver-period.svg` | driver period per cycle, nominal period as reference | "Timing measurements in JACK2" |
