@@ -83,7 +83,8 @@ fn scenario() -> Scenario {
             differences: "Here a 2-core VM.".into(),
             reading: Some("Table 1 over Figure 3.".into()),
             tables: vec![PublishedTable {
-                source: "Low-latency audio on Linux by means of real-time scheduling, Table 1".into(),
+                source: "Low-latency audio on Linux by means of real-time scheduling, Table 1"
+                    .into(),
                 caption: "Driver end date (us)".into(),
                 values: vec![
                     value("fifo", Metric::DriverEndMaxUs, 1234.5, "Linux"),

@@ -25,7 +25,9 @@ fn task_of(t: &RtTaskPlan) -> RtTask {
         RtPolicyName::Fifo => RtPolicy::Fifo {
             priority: t.priority,
         },
-        RtPolicyName::Deadline => RtTask::reservation(t.period_us, t.run_us),
+        RtPolicyName::Deadline | RtPolicyName::DeadlineReclaim => {
+            RtTask::reservation(t.period_us, t.run_us)
+        }
     };
     RtTask {
         name: t.name.clone(),
@@ -54,14 +56,21 @@ pub fn describe(plan: &Plan) -> Vec<String> {
             let sched = match t.policy {
                 RtPolicyName::Other => "SCHED_OTHER".to_string(),
                 RtPolicyName::Fifo => format!("SCHED_FIFO {}", t.priority),
-                RtPolicyName::Deadline => match RtTask::reservation(t.period_us, t.run_us) {
-                    RtPolicy::Deadline {
-                        runtime_us,
-                        period_us,
-                        ..
-                    } => format!("SCHED_DEADLINE {runtime_us}/{period_us} us"),
-                    _ => "SCHED_DEADLINE".into(),
-                },
+                RtPolicyName::Deadline | RtPolicyName::DeadlineReclaim => {
+                    let reclaim = if t.policy == RtPolicyName::DeadlineReclaim {
+                        " reclaim"
+                    } else {
+                        ""
+                    };
+                    match RtTask::reservation(t.period_us, t.run_us) {
+                        RtPolicy::Deadline {
+                            runtime_us,
+                            period_us,
+                            ..
+                        } => format!("SCHED_DEADLINE {runtime_us}/{period_us} us{reclaim}"),
+                        _ => "SCHED_DEADLINE".into(),
+                    }
+                }
             };
             let stop = t.stop_s.map_or(String::new(), |s| format!(" to {s:.1} s"));
             format!(
@@ -70,6 +79,37 @@ pub fn describe(plan: &Plan) -> Vec<String> {
             )
         })
         .collect()
+}
+
+/// Sets GRUB reclaiming on the threads of the `deadline+reclaim` tasks
+/// (rt-app cannot: its JSON has no flags), keeping their reservation.
+fn add_reclaim(plan: &Plan, rtapp: &RtApp) -> Result<(), String> {
+    let threads = rtapp.threads();
+    for t in plan
+        .rtapp
+        .iter()
+        .filter(|t| t.policy == RtPolicyName::DeadlineReclaim)
+    {
+        let RtPolicy::Deadline {
+            runtime_us,
+            period_us,
+            deadline_us,
+        } = RtTask::reservation(t.period_us, t.run_us)
+        else {
+            continue;
+        };
+        let with_reclaim = resound_sched::Policy::Deadline {
+            runtime_ns: runtime_us * 1000,
+            deadline_ns: deadline_us * 1000,
+            period_ns: period_us * 1000,
+            reclaim: true,
+        };
+        for (_, tid) in threads.iter().filter(|(name, _)| *name == t.name) {
+            resound_sched::policy::apply(*tid, &with_reclaim)
+                .map_err(|e| format!("rt-app task {}: reclaiming: {e}", t.name))?;
+        }
+    }
+    Ok(())
 }
 
 impl Competing {
@@ -85,6 +125,7 @@ impl Competing {
         };
         let mut rtapp = RtApp::start(&spec, dir, cal, opts)?;
         rtapp.wait_running(Duration::from_secs(10))?;
+        add_reclaim(plan, &rtapp)?;
         Ok(Some(Competing { rtapp }))
     }
 

@@ -257,7 +257,13 @@ pub enum RtPolicyName {
     Fifo,
     /// SCHED_DEADLINE: period = the task's period, runtime = 1.05 x its
     /// run time (the papers' rule).
+    #[serde(rename = "deadline")]
     Deadline,
+    /// The same with GRUB reclaiming (the papers' SHRUB "for both"): rt-app
+    /// sets no reclaim flag itself, so the runner adds it to rt-app's
+    /// threads once they run.
+    #[serde(rename = "deadline+reclaim")]
+    DeadlineReclaim,
 }
 
 /// A competing periodic task, run by Debian's rt-app.
