@@ -214,23 +214,30 @@ pub fn cycle_metrics(cycles: &[CycleSample], from_s: f64) -> BTreeMap<Metric, f6
 }
 
 /// Cycles at or after `from_s` in which a client that was in the graph
-/// (between the first and the last cycle it finished) did not finish.
+/// (between the first and the last cycle it finished) did not finish, or
+/// finished after the next cycle began: its block missed the output.
 pub fn lost_cycles(cycles: &[CycleSample], from_s: f64) -> u64 {
     let n = cycles
         .iter()
         .map(|c| c.client_end_us.len())
         .max()
         .unwrap_or(0);
+    let len_us = |i: usize| {
+        cycles
+            .get(i + 1)
+            .map_or(f64::INFINITY, |next| (next.t_s - cycles[i].t_s) * 1e6)
+    };
     let mut lost = vec![false; cycles.len()];
     for k in 0..n {
-        let done = |c: &CycleSample| c.client_end_us.get(k).copied().flatten().is_some();
-        let (Some(first), Some(last)) =
-            (cycles.iter().position(done), cycles.iter().rposition(done))
-        else {
+        let end = |c: &CycleSample| c.client_end_us.get(k).copied().flatten();
+        let (Some(first), Some(last)) = (
+            cycles.iter().position(|c| end(c).is_some()),
+            cycles.iter().rposition(|c| end(c).is_some()),
+        ) else {
             continue;
         };
-        for (i, c) in cycles.iter().enumerate().take(last + 1).skip(first) {
-            if !done(c) {
+        for i in first..=last {
+            if end(&cycles[i]).is_none_or(|e| e > len_us(i)) {
                 lost[i] = true;
             }
         }

@@ -111,6 +111,13 @@ fn thread_cycles(t: &Trace, tid: i32) -> Vec<DriverCycle> {
 /// The run's cycles: one per traced driver cycle (or, without a trace,
 /// one per cycle start the clients recorded), times from `t0_ns`, client
 /// end dates in `clients` order.
+///
+/// A client's record belongs to the traced cycle whose wake-up is the last
+/// one before the block's data stamp: the first client's wake-up in that
+/// cycle, which every client of a chain copies with the audio (the record's
+/// own wake-up where there is no stamp). The cycle start jackd reports to
+/// its clients (`jack_get_cycle_times`) is not used for this: under an
+/// xrun storm it drifts from the driver's real wake-ups by whole periods.
 pub fn samples(
     driver: &[DriverCycle],
     clients: &[(String, Option<&ClientRecords>)],
@@ -122,29 +129,43 @@ pub fn samples(
     } else {
         driver.iter().map(|c| (c.wake_ns, c.end_ns)).collect()
     };
-    // Each client's records, sorted by cycle start, with a cursor.
-    let mut cursors = vec![0usize; clients.len()];
+    let wakes: Vec<u64> = starts.iter().map(|s| s.0).collect();
     let us = |ns: u64| ns as f64 / 1000.0;
-    let mut out = Vec::with_capacity(starts.len());
-    for (i, &(start, end)) in starts.iter().enumerate() {
-        let next = starts.get(i + 1).map_or(start + period_ns, |s| s.0);
-        let mut ends = Vec::with_capacity(clients.len());
-        for (k, (_, recs)) in clients.iter().enumerate() {
-            ends.push(
-                recs.and_then(|r| {
-                    client_end_in(r, &mut cursors[k], start, next, period_ns).map(us)
-                }),
-            );
-        }
-        let end_us = ends.iter().flatten().copied().reduce(f64::max);
-        out.push(CycleSample {
+    let mut out: Vec<CycleSample> = starts
+        .iter()
+        .enumerate()
+        .map(|(i, &(start, end))| CycleSample {
             t_s: start.saturating_sub(t0_ns) as f64 / 1e9,
             period_us: (i > 0).then(|| us(start - starts[i - 1].0)),
             driver_end_us: end.map(|e| us(e.saturating_sub(start))),
-            end_us,
-            client_end_us: ends,
+            client_end_us: vec![None; clients.len()],
             ..Default::default()
-        });
+        })
+        .collect();
+    for (k, (_, recs)) in clients.iter().enumerate() {
+        let Some(r) = recs else { continue };
+        let anchor_of = |x: &crate::vsjackd::records::Rec| {
+            if driver.is_empty() {
+                x.start + period_ns / 2
+            } else if x.stamp != 0 {
+                x.stamp
+            } else {
+                x.wake
+            }
+        };
+        for x in &r.recs {
+            let i = wakes.partition_point(|&w| w <= anchor_of(x));
+            let Some(cycle) = i.checked_sub(1).and_then(|i| out.get_mut(i)) else {
+                continue;
+            };
+            let start = wakes[i - 1];
+            if cycle.client_end_us[k].is_none() && x.ret >= start {
+                cycle.client_end_us[k] = Some(us(x.ret - start));
+            }
+        }
+    }
+    for c in &mut out {
+        c.end_us = c.client_end_us.iter().flatten().copied().reduce(f64::max);
     }
     out
 }
@@ -161,27 +182,6 @@ fn client_starts(clients: &[(String, Option<&ClientRecords>)]) -> Vec<(u64, Opti
     v.into_iter().map(|s| (s, None)).collect()
 }
 
-/// The end date (ns from `start`) of the client's record for the cycle
-/// that began at `start` (the next begins at `next`): its callback
-/// returned after `start`, and its own cycle start lies within half a
-/// period of `start` (jackd's filtered cycle time against the traced
-/// wake-up). Advances `cursor` past older records.
-fn client_end_in(
-    r: &ClientRecords,
-    cursor: &mut usize,
-    start: u64,
-    next: u64,
-    period_ns: u64,
-) -> Option<u64> {
-    let half = period_ns / 2;
-    while *cursor < r.recs.len() && r.recs[*cursor].start + half < start {
-        *cursor += 1;
-    }
-    let rec = r.recs.get(*cursor)?;
-    let near = rec.start.abs_diff(start) <= half || (rec.start >= start && rec.start < next);
-    (near && rec.ret >= start).then(|| rec.ret - start)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -194,7 +194,7 @@ mod tests {
             wait_cpu: 0,
             ret,
             sig: ret,
-            stamp: 0,
+            stamp: start + 10,
             lost: false,
             xruns: 0,
         }
@@ -216,8 +216,8 @@ mod tests {
                 end_ns: None,
             },
         ];
-        // The client's cycle start is jackd's filtered time, a little off
-        // the traced wake-up; it missed the second cycle.
+        // The client's cycle start is jackd's own, a little off the traced
+        // wake-up (it is not used); the client missed the second cycle.
         let recs = ClientRecords {
             recs: vec![rec(1_000_020, 1_000_500), rec(3_000_010, 3_000_300)],
             xruns: 0,
@@ -232,5 +232,28 @@ mod tests {
         assert_eq!(s[0].driver_end_us, Some(0.05));
         assert_eq!(s[2].driver_end_us, None);
         assert_eq!(s[0].end_us, Some(0.5));
+    }
+
+    #[test]
+    fn a_late_block_joins_the_cycle_of_its_stamp_not_of_jackds_cycle_time() {
+        let driver: Vec<DriverCycle> = (1..=4)
+            .map(|k| DriverCycle {
+                wake_ns: k * 1_000_000,
+                end_ns: Some(k * 1_000_000 + 50),
+            })
+            .collect();
+        // A middle client processes cycle 1's block (stamped by the first
+        // client at 1.00002 ms) during cycle 3, and jackd's cycle time says 3.
+        let mut late = rec(3_000_000, 3_400_000);
+        late.stamp = 1_000_020;
+        late.wake = 3_000_100;
+        let recs = ClientRecords {
+            recs: vec![late],
+            xruns: 0,
+            full: false,
+        };
+        let s = samples(&driver, &[("c2".to_string(), Some(&recs))], 0, 1_000_000);
+        assert_eq!(s[0].client_end_us, vec![Some(2400.0)]);
+        assert_eq!(s[2].client_end_us, vec![None]);
     }
 }

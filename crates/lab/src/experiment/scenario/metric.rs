@@ -38,7 +38,8 @@ pub enum Metric {
     EndAvgUs,
     /// Xruns the server reported during the measured window.
     Xruns,
-    /// Cycles whose last client never finished (lost blocks).
+    /// Cycles in which a client of the graph did not finish, or finished
+    /// after the next cycle began (its block missed the output).
     LostCycles,
     /// Cycles measured.
     Cycles,
