@@ -82,7 +82,7 @@ impl Server {
             window: Instant::now(),
             critical_path: self.deadline_mode
                 && self.cfg.server.deadlines == DeadlineChoice::CriticalPath
-                && self.cfg.server.period_multiplier == 1,
+                && self.cfg.server.period_multiplier == crate::config::PeriodMultiplier::Fixed(1),
             deadline_tick: Instant::now(),
             sent_deadlines: vec![0u64; self.engine.res.len()],
         };

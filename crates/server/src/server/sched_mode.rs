@@ -3,7 +3,7 @@
 //!
 //! Threads: the thread calling `Server::start`, once.
 
-use crate::config::Config;
+use crate::config::{Config, PeriodMultiplier};
 use resound_engine::Mode;
 use resound_shm::time::frames_to_ns;
 use tracing::warn;
@@ -44,9 +44,11 @@ pub(super) fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) 
 fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
     let a = &cfg.server;
     let period_ns = frames_to_ns(cfg.period() as u64, cfg.rate());
+    let (multiplier, auto_min_period_ns) = a.period_multiplier.rule();
     let c = resound_sched::ControllerConfig {
         audio_period_ns: period_ns,
-        multiplier: a.period_multiplier,
+        multiplier,
+        auto_min_period_ns,
         overprovision_pct: a.overprovision,
         fixed_pct: a.fixed_budget,
         window: a.window as usize,
@@ -54,7 +56,7 @@ fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
         reclaim: a.reclaim(),
         ..Default::default()
     };
-    let desc = deadline_description(a, ledger_capacity);
+    let desc = deadline_description(a, ledger_capacity, period_ns);
     (
         Mode::Deadline {
             cfg: c,
@@ -65,10 +67,22 @@ fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
 }
 
 /// How deadline mode shows in status and logs: budget rule, reclaiming,
-/// period multiplier, deadline rule, ledger capacity.
-fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> String {
+/// period multiplier (`auto` rules: the one in use at the start-up period),
+/// deadline rule, ledger capacity.
+fn deadline_description(
+    a: &crate::config::ServerArgs,
+    ledger_capacity: f64,
+    period_ns: u64,
+) -> String {
+    let multiplier = match a.period_multiplier {
+        PeriodMultiplier::Fixed(n) => format!("x{n}"),
+        PeriodMultiplier::Auto { min_period_us } => format!(
+            "auto x{} (>= {min_period_us} us)",
+            a.period_multiplier.at(period_ns)
+        ),
+    };
     format!(
-        "deadline ({}{}, period x{}, {} deadlines, ledger {:.2} CPU)",
+        "deadline ({}{}, period {}, {} deadlines, ledger {:.2} CPU)",
         match a.fixed_budget {
             Some(p) => format!("fixed budget {p}%"),
             None => format!(
@@ -81,7 +95,7 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
         } else {
             ", no reclaim"
         },
-        a.period_multiplier,
+        multiplier,
         match a.deadlines {
             crate::config::DeadlineChoice::Period => "period",
             crate::config::DeadlineChoice::CriticalPath => "critical-path",
