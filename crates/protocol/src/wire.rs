@@ -12,7 +12,9 @@
 //! After that the client sends [`Envelope`]s and the server sends
 //! [`ServerMsg`]s.
 
-pub use crate::status::{ClientStatus, LateClient, ReservationStatus, Status, XrunRecord};
+pub use crate::status::{
+    ClientStatus, GraphReservation, LateClient, ReservationStatus, Status, XrunRecord,
+};
 use serde::{Deserialize, Serialize};
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;

@@ -1,0 +1,233 @@
+//! The reservation features the papers' experiments need: the automatic
+//! reservation-period multiplier for short periods (`--period-multiplier
+//! auto`), the graph-level view of the reservations (status line, profile
+//! columns) and reservations for threads JACK clients create. Real
+//! SCHED_DEADLINE threads; tests print SKIP with the reason where
+//! SCHED_DEADLINE is not permitted.
+
+mod common;
+use common::*;
+use resound_client::prelude::*;
+use resound_protocol::wire::{ReservationStatus, Status};
+use resound_sched::Policy;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn deadline_or_skip(test: &str) -> bool {
+    if resound_sched::deadline_permitted() {
+        true
+    } else {
+        eprintln!(
+            "SKIP {test}: SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)"
+        );
+        false
+    }
+}
+
+fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
+    st.reservations.iter().find(|r| r.name == name)
+}
+
+/// The reservation period the kernel has for `tid` (ns).
+fn kernel_period(tid: i32) -> u64 {
+    match resound_sched::current(tid).expect("sched_getattr") {
+        Policy::Deadline { period_ns, .. } => period_ns,
+        p => panic!("tid {tid} is {p:?}, not under SCHED_DEADLINE"),
+    }
+}
+
+fn tmpdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("resound-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// 48 kHz, 32 frames (667 us): `--period-multiplier auto` makes the
+/// reservation periods two audio periods long (>= 1333 us), as the kernel
+/// sees them; a buffer-size change to 128 frames brings them back to one.
+#[test]
+fn auto_multiplier_doubles_the_reservation_period_of_short_periods() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("auto_multiplier_doubles_the_reservation_period_of_short_periods") {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--period-multiplier",
+        "auto",
+        "-d",
+        "dummy",
+        "-r",
+        "48000",
+        "-p",
+        "32",
+    ]);
+    let _a = srv.tool("a", &["load", "--busy", "5"]);
+    let p32 = resound_shm::time::frames_to_ns(32, 48000);
+    let mut st = srv.status();
+    wait_for("a's reservation", Duration::from_secs(5), || {
+        st = srv.status();
+        res(&st, "a").is_some_and(|r| r.policy == "SCHED_DEADLINE")
+    });
+    assert_eq!(st.period_multiplier, 2, "{}", st.sched);
+    assert!(st.sched.contains("auto x2 (>= 1333 us)"), "{}", st.sched);
+    for name in ["driver", "a"] {
+        let r = res(&st, name).unwrap();
+        assert_eq!(r.period_ns, 2 * p32, "{r:?}");
+        assert_eq!(kernel_period(r.tid), 2 * p32, "{name}: the kernel's period");
+    }
+    assert!(
+        srv.log().contains("reservation period x2 (auto:1333)"),
+        "start-up line: {}",
+        srv.log()
+    );
+    let out = srv.cli(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("multiplier    x2"), "{text}");
+    // 128 frames (2667 us): one audio period per reservation period again.
+    srv.ctl().set_buffer_size(128).unwrap();
+    let p128 = resound_shm::time::frames_to_ns(128, 48000);
+    wait_for(
+        "the multiplier to follow the buffer size",
+        Duration::from_secs(5),
+        || {
+            let st = srv.status();
+            st.period_multiplier == 1
+                && ["driver", "a"].iter().all(|n| {
+                    res(&st, n).is_some_and(|r| r.period_ns == p128 && kernel_period(r.tid) == p128)
+                })
+        },
+    );
+    // And back to 16 frames: four.
+    srv.ctl().set_buffer_size(16).unwrap();
+    let p16 = resound_shm::time::frames_to_ns(16, 48000);
+    wait_for("x4 at 16 frames", Duration::from_secs(5), || {
+        let st = srv.status();
+        st.period_multiplier == 4
+            && res(&st, "driver").is_some_and(|r| kernel_period(r.tid) == 4 * p16)
+    });
+}
+
+/// A fixed `--period-multiplier N` is unchanged by the buffer size.
+#[test]
+fn fixed_multiplier_stays_fixed() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("fixed_multiplier_stays_fixed") {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--period-multiplier",
+        "3",
+        "-d",
+        "dummy",
+        "-r",
+        "48000",
+        "-p",
+        "256",
+    ]);
+    let st = srv.status();
+    let d = res(&st, "driver").unwrap();
+    assert_eq!(st.period_multiplier, 3);
+    assert_eq!(
+        kernel_period(d.tid),
+        3 * resound_shm::time::frames_to_ns(256, 48000)
+    );
+}
+
+/// Two clients under `--sched deadline`: `resound status` shows the graph
+/// as one group reservation, and the profile's per-cycle graph columns are
+/// the sums of the per-thread columns.
+#[test]
+fn graph_view_in_status_and_profile() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("graph_view_in_status_and_profile") {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched", "deadline", "-S", "-d", "dummy", "-r", "48000", "-p", "256",
+    ]);
+    let _a = srv.tool("a", &["load", "--busy", "10"]);
+    let _b = srv.tool("b", &["load", "--busy", "15", "-c", "a:out=@:in"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let st = srv.status();
+    let g = st.graph.expect("graph view");
+    assert_eq!((g.reserved, g.threads), (3, 3), "{g:?}");
+    let sum: u64 = st.reservations.iter().map(|r| r.budget_ns).sum();
+    assert_eq!(g.budget_ns, sum, "multiplier 1: the plain sum");
+    assert!(g.used_ns > 0 && g.predicted_ns > 0, "{g:?}");
+    let out = srv.cli(&["status"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("graph: budget "))
+        .unwrap_or_else(|| panic!("no graph line in {text}"));
+    assert!(
+        line.contains(" us, predicted ")
+            && line.contains(" us per cycle (")
+            && line.ends_with("% of the period)"),
+        "{line}"
+    );
+    let dir = tmpdir("graph-view");
+    let o = srv.cli(&["profile", "--out", dir.to_str().unwrap(), "--last", "1"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let mut cycles = csv::Reader::from_path(dir.join("cycles.csv")).unwrap();
+    let h = cycles.headers().unwrap().clone();
+    let col = |h: &csv::StringRecord, n: &str| {
+        h.iter()
+            .position(|x| x == n)
+            .unwrap_or_else(|| panic!("no column {n}"))
+    };
+    let (cy, db, dp, dc, gb, gp, gu) = (
+        col(&h, "cycle"),
+        col(&h, "driver_budget_ns"),
+        col(&h, "driver_predicted_ns"),
+        col(&h, "driver_cpu_ns"),
+        col(&h, "graph_budget_ns"),
+        col(&h, "graph_predicted_ns"),
+        col(&h, "graph_used_ns"),
+    );
+    let num = |r: &csv::StringRecord, i: usize| -> u64 { r[i].parse().unwrap_or(0) };
+    let mut per_cycle: std::collections::BTreeMap<u64, [u64; 3]> = Default::default();
+    let mut clients = csv::Reader::from_path(dir.join("clients.csv")).unwrap();
+    let ch = clients.headers().unwrap().clone();
+    let (ccy, cb, cp, cc) = (
+        col(&ch, "cycle"),
+        col(&ch, "budget_ns"),
+        col(&ch, "predicted_ns"),
+        col(&ch, "cpu_ns"),
+    );
+    for r in clients.records() {
+        let r = r.unwrap();
+        let e = per_cycle.entry(num(&r, ccy)).or_default();
+        e[0] += num(&r, cb);
+        e[1] += num(&r, cp);
+        e[2] += num(&r, cc);
+    }
+    let mut n = 0;
+    for r in cycles.records() {
+        let r = r.unwrap();
+        let c = per_cycle.get(&num(&r, cy)).copied().unwrap_or_default();
+        assert_eq!(
+            num(&r, gb),
+            num(&r, db) + c[0],
+            "budget sum, cycle {}",
+            &r[cy]
+        );
+        assert_eq!(
+            num(&r, gp),
+            num(&r, dp) + c[1],
+            "prediction sum, cycle {}",
+            &r[cy]
+        );
+        assert_eq!(num(&r, gu), num(&r, dc) + c[2], "CPU sum, cycle {}", &r[cy]);
+        n += 1;
+    }
+    assert!(n > 50, "{n} cycles");
+    assert!(dir.join("graph_budget.svg").exists(), "graph budget figure");
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    assert!(summary.contains("graph (per cycle)"), "{summary}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
