@@ -119,10 +119,11 @@ impl GraphSums {
             predicted_ns: per(predicted),
             used_ns: cpu,
         };
+        // Saturating: the ring is shared memory a client can scribble on.
         for n in nodes {
-            g.budget_ns += per(n.budget_ns);
-            g.predicted_ns += per(n.predicted_ns);
-            g.used_ns += n.cpu_ns.unwrap_or(0);
+            g.budget_ns = g.budget_ns.saturating_add(per(n.budget_ns));
+            g.predicted_ns = g.predicted_ns.saturating_add(per(n.predicted_ns));
+            g.used_ns = g.used_ns.saturating_add(n.cpu_ns.unwrap_or(0));
         }
         g
     }
@@ -132,7 +133,7 @@ impl GraphSums {
 /// period, rounded to the nearest ns.
 pub fn per_audio_period(v: u64, multiplier: u32) -> u64 {
     let m = multiplier.max(1) as u64;
-    (v + m / 2) / m
+    v / m + u64::from(v % m >= m.div_ceil(2))
 }
 
 /// One client in one cycle; times relative to the cycle's nominal start.

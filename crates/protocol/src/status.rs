@@ -85,11 +85,12 @@ impl GraphReservation {
         };
         for r in reservations {
             g.threads += 1;
-            g.used_ns += r.used_ns;
+            g.used_ns = g.used_ns.saturating_add(r.used_ns);
             if r.policy == "SCHED_DEADLINE" && r.period_ns > 0 {
                 g.reserved += 1;
-                g.budget_ns += per_audio_period(r.budget_ns, period_ns, r.period_ns);
-                g.predicted_ns += per_audio_period(r.predicted_ns, period_ns, r.period_ns);
+                let per = |v| per_audio_period(v, period_ns, r.period_ns);
+                g.budget_ns = g.budget_ns.saturating_add(per(r.budget_ns));
+                g.predicted_ns = g.predicted_ns.saturating_add(per(r.predicted_ns));
             }
         }
         (g.reserved > 0).then_some(g)
@@ -102,13 +103,14 @@ impl GraphReservation {
 }
 
 /// `v` (ns per reservation period `res_period_ns`) per audio period
-/// `audio_period_ns`, rounded to the nearest ns.
+/// `audio_period_ns`, rounded to the nearest ns (saturated).
 pub fn per_audio_period(v: u64, audio_period_ns: u64, res_period_ns: u64) -> u64 {
     if res_period_ns == 0 {
         return v;
     }
-    ((v as u128 * audio_period_ns as u128 + res_period_ns as u128 / 2) / res_period_ns as u128)
-        as u64
+    let q =
+        (v as u128 * audio_period_ns as u128 + res_period_ns as u128 / 2) / res_period_ns as u128;
+    q.min(u64::MAX as u128) as u64
 }
 
 /// One xrun and what caused it.

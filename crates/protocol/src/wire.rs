@@ -287,6 +287,21 @@ pub enum Request {
         /// CPUs (budget / period); 0 releases.
         bandwidth: f64,
     },
+    /// Clients only: a real-time thread the client created
+    /// (`jack_client_create_thread`) or raised
+    /// (`jack_acquire_real_time_scheduling`) starts (`on`) or stops being
+    /// real-time. Under `--sched deadline` the server gives it a
+    /// SCHED_DEADLINE reservation whose budget follows its measured CPU time,
+    /// admitted in the same ledger as the graph (SCHED_FIFO when refused),
+    /// until `on: false`, the thread's end or the client's. The thread must
+    /// belong to the client's own process, else [`ErrorCode::NotAllowed`].
+    /// Other modes: [`Reply::Ok`], nothing done (the client set its policy).
+    ReserveThread {
+        /// Kernel thread id.
+        tid: i32,
+        /// Starts (true) or stops (false) being real-time.
+        on: bool,
+    },
 }
 
 /// Replies.

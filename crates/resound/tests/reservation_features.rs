@@ -231,3 +231,239 @@ fn graph_view_in_status_and_profile() {
     assert!(summary.contains("graph (per cycle)"), "{summary}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `rtthread.c` compiled against the distribution's JACK headers (None:
+/// no compiler or headers; SKIP printed, a failure under
+/// RESOUND_REQUIRE_TEST_TOOLS=1).
+fn rtthread_program(test: &str) -> Option<PathBuf> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    if !std::path::Path::new("/usr/include/jack/jack.h").exists() {
+        skip_missing_tool(
+            test,
+            "JACK headers missing (apt-get install libjack-jackd2-dev)",
+        );
+        return None;
+    }
+    let src =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../libjack/tests/c/rtthread.c");
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("libjack-c");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("rtthread");
+    let out = match std::process::Command::new("cc")
+        .args(["-std=gnu11", "-O1", "-g", "-Wall", "-Werror", "-o"])
+        .arg(&exe)
+        .arg(&src)
+        .args(["-ljack", "-lpthread"])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            skip_missing_tool(test, &format!("no C compiler (cc): {e}"));
+            return None;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "compiling rtthread.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(exe)
+}
+
+/// Starts `resound run -- rtthread RUN_MS` against `srv` (resound's libjack first).
+fn spawn_rtthread(srv: &Srv, exe: &std::path::Path, run_ms: u32) -> std::process::Child {
+    std::process::Command::new(RESOUND)
+        .env("RESOUND_DIR", &srv.dir)
+        .env_remove("RESOUND_SERVER")
+        .env_remove("JACK_DEFAULT_SERVER")
+        .args(["-s", &srv.name, "run", "--"])
+        .arg(exe)
+        .arg(run_ms.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn rtthread")
+}
+
+/// Waits (30 s at most) for the program and returns its stdout.
+fn finish(child: std::process::Child) -> String {
+    let t0 = std::time::Instant::now();
+    let mut child = child;
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "rtthread did not finish"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let so = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success() && so.contains("DONE"),
+        "rtthread failed: {so}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    so
+}
+
+/// The value of `key=` on the line starting with `tag`.
+fn field(out: &str, tag: &str, key: &str) -> i64 {
+    let line = out
+        .lines()
+        .find(|l| l.starts_with(tag))
+        .unwrap_or_else(|| panic!("no {tag} line in {out}"));
+    line.split_whitespace()
+        .find_map(|w| w.strip_prefix(&format!("{key}=")))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {key}= in {line}"))
+}
+
+/// Under `--sched deadline` a thread made with jack_client_create_thread
+/// runs under SCHED_DEADLINE (admitted in the server's ledger, its budget
+/// following what it uses, shown in status), as does one raised with
+/// jack_acquire_real_time_scheduling; both are released when they end or
+/// drop real-time scheduling. Under `--sched fifo` they are SCHED_FIFO.
+#[test]
+fn client_threads_get_reservations() {
+    let _serial = common::one_at_a_time();
+    let test = "client_threads_get_reservations";
+    if !deadline_or_skip(test) {
+        return;
+    }
+    let Some(exe) = rtthread_program(test) else {
+        return;
+    };
+    let srv = Srv::start(&[
+        "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "256",
+    ]);
+    let child = spawn_rtthread(&srv, &exe, 2500);
+    let mut seen: Option<ReservationStatus> = None;
+    wait_for(
+        "the client thread's reservation in status",
+        Duration::from_secs(10),
+        || {
+            let st = srv.status();
+            seen = st
+                .reservations
+                .iter()
+                .find(|r| r.name.starts_with("rtthread thread "))
+                .cloned();
+            seen.as_ref()
+                .is_some_and(|r| r.policy == "SCHED_DEADLINE" && r.used_ns > 0)
+        },
+    );
+    let r = seen.unwrap();
+    let period = resound_shm::time::frames_to_ns(256, 48000);
+    assert_eq!(r.period_ns, period, "{r:?}");
+    assert_eq!(kernel_period(r.tid), period, "the kernel agrees");
+    // Admitted in the server's ledger: it holds the sum of every reservation, the thread's included.
+    let st = srv.status();
+    let sum: f64 = st
+        .reservations
+        .iter()
+        .map(|x| x.budget_ns as f64 / x.period_ns.max(1) as f64)
+        .sum();
+    assert!(
+        (st.ledger_used - sum).abs() < 0.01 && st.reservations.len() == 3,
+        "ledger {} = sum {sum} of {:?}",
+        st.ledger_used,
+        st.reservations
+    );
+    // The worker uses ~20 % of its time: the feedback follows (generous bounds).
+    wait_for(
+        "the budget to follow the use",
+        Duration::from_secs(3),
+        || {
+            srv.status().reservations.iter().any(|x| {
+                x.tid == r.tid && x.predicted_ns > period / 20 && x.predicted_ns < period / 2
+            })
+        },
+    );
+    let out = finish(child);
+    assert_eq!(field(&out, "CREATED", "policy"), 6, "{out}");
+    assert_eq!(field(&out, "CREATED", "tid"), r.tid as i64);
+    assert_eq!(field(&out, "ACQUIRED", "policy"), 6, "{out}");
+    assert_eq!(field(&out, "DROPPED", "policy"), 0, "{out}");
+    assert!(srv.log().contains("thread") && srv.log().contains("SCHED_DEADLINE reservation"));
+    let mut last = srv.status();
+    let left = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        last = srv.status();
+        // Only the driver is left, and the ledger holds only its reservation.
+        let only_driver: f64 = last
+            .reservations
+            .iter()
+            .map(|x| x.budget_ns as f64 / x.period_ns.max(1) as f64)
+            .sum();
+        last.reservations.len() == 1 && (last.ledger_used - only_driver).abs() < 0.005
+    });
+    assert!(
+        left,
+        "threads released: ledger {} {:?}",
+        last.ledger_used, last.reservations
+    );
+
+    let srv = Srv::start(&["--sched", "fifo", "-d", "dummy", "-r", "48000", "-p", "256"]);
+    let out = finish(spawn_rtthread(&srv, &exe, 200));
+    assert_eq!(field(&out, "CREATED", "policy"), 1, "--sched fifo: {out}");
+    assert_eq!(field(&out, "ACQUIRED", "policy"), 1, "--sched fifo: {out}");
+}
+
+/// A client may only name threads of its own process.
+#[test]
+fn a_thread_of_another_process_is_refused() {
+    let _serial = common::one_at_a_time();
+    let srv = Srv::start(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
+    use resound_protocol::wire::{
+        self, Envelope, Hello, HelloKind, Reply, Request, ServerMsg, Welcome,
+    };
+    let sock = srv.dir.join(format!("{}.sock", srv.name));
+    let s = std::os::unix::net::UnixStream::connect(sock).unwrap();
+    let hello = Hello {
+        protocol: wire::PROTOCOL_VERSION,
+        kind: HelloKind::Client {
+            name: "liar".into(),
+            exact_name: true,
+        },
+    };
+    wire::write_frame(&mut &s, &hello).unwrap();
+    let (p, _fds) = wire::recv_frame_with_fds(&s, 1 << 20).unwrap();
+    assert!(matches!(
+        wire::decode::<Welcome>(&p).unwrap(),
+        Welcome::Client { .. }
+    ));
+    let mut rs = s.try_clone().unwrap();
+    let mut ask = |seq: u32, req: Request| {
+        wire::write_frame(&mut &s, &Envelope { seq, req }).unwrap();
+        loop {
+            if let ServerMsg::Reply { reply, .. } =
+                wire::decode(&wire::read_frame(&mut rs, 1 << 24).unwrap()).unwrap()
+            {
+                break reply;
+            }
+        }
+    };
+    // The server's own main thread, and a thread of this test process (the
+    // session's peer is this process, so that one is its own).
+    for (seq, tid) in [(1, srv.pid() as i32), (2, -5), (3, 0)] {
+        match ask(seq, Request::ReserveThread { tid, on: true }) {
+            Reply::Err(e) => assert!(
+                e.message.contains("does not belong") || e.message.contains("invalid thread"),
+                "{e}"
+            ),
+            r => panic!("a foreign tid {tid} was accepted: {r:?}"),
+        }
+    }
+    let st = srv.status();
+    assert!(
+        !st.reservations.iter().any(|r| r.name.contains(" thread ")),
+        "nothing reserved: {:?}",
+        st.reservations
+    );
+    // The server's main thread was not touched.
+    assert!(!matches!(
+        resound_sched::current(srv.pid() as i32),
+        Ok(Policy::Deadline { .. })
+    ));
+}

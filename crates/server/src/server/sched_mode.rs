@@ -44,8 +44,23 @@ pub(super) fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) 
 fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
     let a = &cfg.server;
     let period_ns = frames_to_ns(cfg.period() as u64, cfg.rate());
+    let c = controller_config(cfg);
+    let desc = deadline_description(a, ledger_capacity, period_ns);
+    (
+        Mode::Deadline {
+            cfg: c,
+            fallback_priority: a.priority,
+        },
+        desc,
+    )
+}
+
+/// The controllers' settings from the options, at the start-up period.
+pub(super) fn controller_config(cfg: &Config) -> resound_sched::ControllerConfig {
+    let a = &cfg.server;
+    let period_ns = frames_to_ns(cfg.period() as u64, cfg.rate());
     let (multiplier, auto_min_period_ns) = a.period_multiplier.rule();
-    let c = resound_sched::ControllerConfig {
+    resound_sched::ControllerConfig {
         audio_period_ns: period_ns,
         multiplier,
         auto_min_period_ns,
@@ -55,15 +70,7 @@ fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
         percentile: a.percentile,
         reclaim: a.reclaim(),
         ..Default::default()
-    };
-    let desc = deadline_description(a, ledger_capacity, period_ns);
-    (
-        Mode::Deadline {
-            cfg: c,
-            fallback_priority: a.priority,
-        },
-        desc,
-    )
+    }
 }
 
 /// How deadline mode shows in status and logs: budget rule, reclaiming,

@@ -42,7 +42,8 @@ impl Server {
         let period = h.period_ns.load(Ordering::Relaxed).max(1);
         let table = self.view.table(self.view.current_index());
         let clients = self.client_statuses(st, cycle, start, period);
-        let reservations = self.reservations(st);
+        let mut reservations = self.reservations(st);
+        reservations.extend(self.client_thread_statuses(st));
         Status {
             server: self.name.clone(),
             driver: self.cfg.driver_name().to_string(),
