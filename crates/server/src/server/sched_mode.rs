@@ -43,9 +43,8 @@ pub(super) fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) 
 /// Deadline mode: the controller's settings from the options.
 fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
     let a = &cfg.server;
-    let period_ns = frames_to_ns(cfg.period() as u64, cfg.rate());
     let c = controller_config(cfg);
-    let desc = deadline_description(a, ledger_capacity, period_ns);
+    let desc = deadline_description(a, ledger_capacity);
     (
         Mode::Deadline {
             cfg: c,
@@ -74,19 +73,12 @@ pub(super) fn controller_config(cfg: &Config) -> resound_sched::ControllerConfig
 }
 
 /// How deadline mode shows in status and logs: budget rule, reclaiming,
-/// period multiplier (`auto` rules: the one in use at the start-up period),
-/// deadline rule, ledger capacity.
-fn deadline_description(
-    a: &crate::config::ServerArgs,
-    ledger_capacity: f64,
-    period_ns: u64,
-) -> String {
+/// period multiplier (N, or the `auto` rule), deadline rule, ledger capacity.
+fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> String {
     let multiplier = match a.period_multiplier {
         PeriodMultiplier::Fixed(n) => format!("x{n}"),
-        PeriodMultiplier::Auto { min_period_us } => format!(
-            "auto x{} (>= {min_period_us} us)",
-            a.period_multiplier.at(period_ns)
-        ),
+        // The multiplier in use changes with the buffer size: status shows it apart.
+        PeriodMultiplier::Auto { min_period_us } => format!("auto (>= {min_period_us} us)"),
     };
     format!(
         "deadline ({}{}, period {}, {} deadlines, ledger {:.2} CPU)",
