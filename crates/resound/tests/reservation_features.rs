@@ -471,3 +471,40 @@ fn a_thread_of_another_process_is_refused() {
         Ok(Policy::Deadline { .. })
     ));
 }
+
+/// When the ledger has no room for a client thread's reservation, the
+/// thread runs SCHED_FIFO and the log names it.
+#[test]
+fn a_refused_client_thread_falls_back_to_fifo() {
+    let _serial = common::one_at_a_time();
+    let test = "a_refused_client_thread_falls_back_to_fifo";
+    if !deadline_or_skip(test) {
+        return;
+    }
+    let Some(exe) = rtthread_program(test) else {
+        return;
+    };
+    // 30 % per thread in a 0.7 CPU ledger: the driver and the process thread fit, a third does not.
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--fixed-budget",
+        "30",
+        "--max-bandwidth",
+        "0.7",
+        "-d",
+        "dummy",
+        "-r",
+        "48000",
+        "-p",
+        "256",
+    ]);
+    let out = finish(spawn_rtthread(&srv, &exe, 200));
+    assert_eq!(field(&out, "CREATED", "policy"), 1, "{out}\n{}", srv.log());
+    let log = srv.log();
+    assert!(
+        log.contains("no SCHED_DEADLINE reservation (needs 0.300 CPU")
+            && log.contains("running SCHED_FIFO"),
+        "{log}"
+    );
+}
