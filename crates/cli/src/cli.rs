@@ -487,6 +487,19 @@ pub fn format_status(st: &Status) -> String {
                 st.ledger_used, st.ledger_capacity
             );
         }
+        if let Some(g) = &st.graph {
+            o += &format!(
+                "multiplier    x{} (reservation period = {} audio period(s))\n",
+                st.period_multiplier, st.period_multiplier
+            );
+            o += &format!(
+                "graph: budget {} us, predicted {} us, used {} us per cycle ({:.1} % of the period)\n",
+                us(g.budget_ns),
+                us(g.predicted_ns),
+                us(g.used_ns),
+                g.budget_pct()
+            );
+        }
         o += &format!(
             "\n{:<24} {:>7} {:<15} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6}\n",
             "thread",

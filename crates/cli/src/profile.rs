@@ -60,6 +60,8 @@ pub fn profile_from(st: &Status, ring: &ProfileRing, last: Option<f64>) -> Profi
             mode: st.mode.clone(),
             sched: st.sched.clone(),
             ring_seconds: ring.layout().seconds(st.sample_rate, st.buffer_frames),
+            multiplier_floor: st.multiplier_floor,
+            multiplier_min_period_ns: st.multiplier_min_period_ns,
         },
         period_ns,
         last,

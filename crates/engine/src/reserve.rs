@@ -422,7 +422,8 @@ impl Reservations {
         let s = &self.stats[slot as usize];
         s.used_ns.store(used, Ordering::Relaxed);
         let c = &mut self.controllers[slot as usize];
-        let per_cycle_budget = c.reservation().runtime_ns / c.config().multiplier.max(1) as u64;
+        let per_cycle_budget =
+            c.reservation().runtime_ns / c.config().effective_multiplier() as u64;
         if used >= per_cycle_budget {
             s.throttles.fetch_add(1, Ordering::Relaxed);
         }

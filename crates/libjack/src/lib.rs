@@ -41,6 +41,7 @@ pub mod registry;
 pub mod ringbuffer;
 pub mod session;
 pub mod thread;
+pub mod thread_reserve;
 pub mod time;
 pub mod transport;
 

@@ -200,6 +200,12 @@ int lj_create_thread(pthread_t *thread, int priority, int realtime, void *(*fun)
     return r;
 }
 
+/* Tells the server a thread starts (on = 1) or stops being real-time, when
+   its kernel thread id is known (thread_reserve.rs). */
+extern int lj_thread_realtime(pthread_t thread, int on);
+
+/* SCHED_FIFO at `priority`, then the server is told, which under --sched
+   deadline gives the thread a SCHED_DEADLINE reservation. */
 int jack_acquire_real_time_scheduling(pthread_t thread, int priority) {
     struct sched_param p;
     memset(&p, 0, sizeof p);
@@ -213,10 +219,12 @@ int jack_acquire_real_time_scheduling(pthread_t thread, int priority) {
         lj_report_error(msg);
         return -1;
     }
+    lj_thread_realtime(thread, 1);
     return 0;
 }
 
 int jack_drop_real_time_scheduling(pthread_t thread) {
+    lj_thread_realtime(thread, 0);
     struct sched_param p;
     memset(&p, 0, sizeof p);
     int r = pthread_setschedparam(thread, SCHED_OTHER, &p);

@@ -1,9 +1,11 @@
 //! Threads and real-time priorities: whether the client is real-time, the
 //! process thread's id, the priorities client threads may use, and
-//! jack_client_create_thread (started by shim.c). Application threads.
+//! jack_client_create_thread (started by shim.c; real-time ones are
+//! announced to the server by `thread_reserve`). Application threads.
 
 use crate::client::client;
 use crate::ffi::{self, *};
+use crate::thread_reserve::{lj_rt_thread_start, Start};
 use resound_shm::sync::Ordering;
 use std::ffi::{c_int, c_void};
 
@@ -73,6 +75,9 @@ extern "C" {
 
 /// Creates a thread, real-time (SCHED_FIFO, like the server's client
 /// threads) when asked; a priority below 1 means the server's client priority.
+/// A real-time thread is announced to the server before `fun` runs, which
+/// under `--sched deadline` gives it a SCHED_DEADLINE reservation (see
+/// [`crate::thread_reserve`]).
 ///
 /// # Safety
 /// `client` is NULL or an open client; `thread` NULL or writable.
@@ -101,8 +106,20 @@ pub unsafe extern "C" fn jack_client_create_thread(
             server_prio.max(1)
         };
         let rt = (realtime != 0 && server_prio > 0) as c_int;
-        // SAFETY: lj_create_thread (shim.c) writes *thread and starts `fun(arg)`.
-        unsafe { lj_create_thread(thread, prio, rt, fun, arg) }
+        if rt == 0 {
+            // SAFETY: lj_create_thread (shim.c) writes *thread and starts `fun(arg)`.
+            return unsafe { lj_create_thread(thread, prio, rt, fun, arg) };
+        }
+        // Real-time: the thread announces itself to the server first (see thread_reserve).
+        let start = Box::into_raw(Box::new(Start { fun, arg })) as *mut c_void;
+        // SAFETY: lj_create_thread writes *thread and, on success, starts
+        // lj_rt_thread_start(start), which takes the box.
+        let r = unsafe { lj_create_thread(thread, prio, rt, lj_rt_thread_start, start) };
+        if r != 0 {
+            // SAFETY: no thread was started: the box is still ours.
+            drop(unsafe { Box::from_raw(start as *mut Start) });
+        }
+        r
     })
 }
 

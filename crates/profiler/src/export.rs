@@ -80,6 +80,10 @@ pub fn write_cycles_csv(p: &Profile, path: &Path) -> Result<(), ExportError> {
             "clients",
             "xrun",
             "driver_late",
+            "multiplier",
+            "graph_budget_ns",
+            "graph_predicted_ns",
+            "graph_used_ns",
         ],
         p.cycles.iter().map(|c| {
             [
@@ -97,6 +101,10 @@ pub fn write_cycles_csv(p: &Profile, path: &Path) -> Result<(), ExportError> {
                 c.nodes.len().to_string(),
                 (c.xrun as u8).to_string(),
                 (c.driver_late as u8).to_string(),
+                c.multiplier.to_string(),
+                c.graph.budget_ns.to_string(),
+                c.graph.predicted_ns.to_string(),
+                c.graph.used_ns.to_string(),
             ]
         }),
     )

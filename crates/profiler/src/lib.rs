@@ -81,6 +81,59 @@ pub struct CycleRow {
     pub driver_late: bool,
     /// The clients of the graph in this cycle.
     pub nodes: Vec<NodeRow>,
+    /// Audio periods per reservation period in this cycle (`--period-multiplier`).
+    #[serde(default = "one")]
+    pub multiplier: u32,
+    /// The graph as one group reservation ([`GraphSums`]).
+    #[serde(default)]
+    pub graph: GraphSums,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// One cycle's graph-level view: the single group reservation of the
+/// papers, summed over the graph's threads (driver and clients). Budgets
+/// and predictions are per reservation period in the ring; a thread whose
+/// reservation period spans N audio periods counts for 1/N of them here
+/// (rounded to the nearest ns), so every figure is per audio period.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct GraphSums {
+    /// Sum of the budgets, per audio period (ns; 0 without reservations).
+    pub budget_ns: u64,
+    /// Sum of the controllers' predictions, per audio period (ns).
+    pub predicted_ns: u64,
+    /// Sum of the CPU time the driver and every client that finished used (ns).
+    pub used_ns: u64,
+}
+
+impl GraphSums {
+    /// Sums a cycle's driver and client figures; `multiplier` converts
+    /// budgets and predictions to one audio period.
+    pub fn of(multiplier: u32, driver: (u64, u64, u64), nodes: &[NodeRow]) -> GraphSums {
+        let per = |v: u64| per_audio_period(v, multiplier);
+        let (budget, predicted, cpu) = driver;
+        let mut g = GraphSums {
+            budget_ns: per(budget),
+            predicted_ns: per(predicted),
+            used_ns: cpu,
+        };
+        // Saturating: the ring is shared memory a client can scribble on.
+        for n in nodes {
+            g.budget_ns = g.budget_ns.saturating_add(per(n.budget_ns));
+            g.predicted_ns = g.predicted_ns.saturating_add(per(n.predicted_ns));
+            g.used_ns = g.used_ns.saturating_add(n.cpu_ns.unwrap_or(0));
+        }
+        g
+    }
+}
+
+/// `v` (ns per reservation period of `multiplier` audio periods) per audio
+/// period, rounded to the nearest ns.
+pub fn per_audio_period(v: u64, multiplier: u32) -> u64 {
+    let m = multiplier.max(1) as u64;
+    v / m + u64::from(v % m >= m.div_ceil(2))
 }
 
 /// One client in one cycle; times relative to the cycle's nominal start.
@@ -146,6 +199,24 @@ pub struct ServerInfo {
     pub sched: String,
     /// Seconds of history the server's ring holds at the current period.
     pub ring_seconds: f64,
+    /// The `--period-multiplier` rule: the multiplier's floor (N, or 1 for `auto`).
+    #[serde(default = "one")]
+    pub multiplier_floor: u32,
+    /// The `--period-multiplier auto` minimum reservation period (ns; 0: fixed N).
+    #[serde(default)]
+    pub multiplier_min_period_ns: u64,
+}
+
+impl ServerInfo {
+    /// The multiplier in use at audio period `period_ns` (the server's rule,
+    /// `resound_sched::multiplier_for`).
+    pub fn multiplier_at(&self, period_ns: u64) -> u32 {
+        resound_sched::multiplier_for(
+            period_ns,
+            self.multiplier_floor,
+            self.multiplier_min_period_ns,
+        )
+    }
 }
 
 impl Profile {
@@ -192,7 +263,9 @@ impl Profile {
                         late: r.is_late(),
                     }
                 })
-                .collect();
+                .collect::<Vec<_>>();
+            let multiplier = info.multiplier_at(c.period_ns);
+            let graph = GraphSums::of(multiplier, (c.budget_ns, c.predicted_ns, c.cpu_ns), &nodes);
             cycles.push(CycleRow {
                 cycle: c.cycle,
                 start_ns: c.start_ns,
@@ -207,6 +280,8 @@ impl Profile {
                 xrun: c.flags & cycle_flags::XRUN != 0,
                 driver_late: c.flags & cycle_flags::DRIVER_LATE != 0,
                 nodes,
+                multiplier,
+                graph,
             });
         }
         Profile {
@@ -314,6 +389,23 @@ impl Profile {
                 Unit::Us,
                 c.iter().map(|c| c.driver_budget_ns).collect(),
             );
+        }
+        if c.iter().any(|c| c.graph.budget_ns > 0) {
+            for (what, f) in [
+                (
+                    "budget",
+                    (|g: &GraphSums| g.budget_ns) as fn(&GraphSums) -> u64,
+                ),
+                ("predicted", |g| g.predicted_ns),
+                ("used", |g| g.used_ns),
+            ] {
+                add(
+                    "graph (per cycle)",
+                    what,
+                    Unit::Us,
+                    c.iter().map(|c| f(&c.graph)).collect(),
+                );
+            }
         }
         for ci in &self.clients {
             let rows_of = || {

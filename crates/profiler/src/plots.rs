@@ -446,6 +446,28 @@ pub fn render_all(p: &Profile, dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
             .collect();
         out.extend(render(&dir.join("reservations"), &charts)?);
     }
+    // The graph as one group reservation (the thesis's Figure 4.13, "AQuoSA
+    // budget trend"): budgets set, predictions and CPU used, summed over the
+    // graph's threads per audio period.
+    if p.cycles.iter().any(|c| c.graph.budget_ns > 0) {
+        let t = title("Graph budget (sum over the graph's threads, per audio period)");
+        let sum = |name: &str, f: fn(&CycleRow) -> u64| driver(p, |c| Some(f(c))).renamed(name);
+        out.extend(render(
+            &dir.join("graph_budget"),
+            &[Chart {
+                title: &t,
+                x_label: "cycle",
+                y_label: "us per audio period",
+                series: vec![
+                    sum("budget set", |c| c.graph.budget_ns),
+                    sum("predicted", |c| c.graph.predicted_ns),
+                    sum("CPU used", |c| c.graph.used_ns),
+                ],
+                reference: Some(("period", period)),
+                marks: marks.clone(),
+            }],
+        )?);
+    }
     let t = title("CDF of the driver period");
     out.extend(render(
         &dir.join("cdf_period"),

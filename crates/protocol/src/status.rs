@@ -37,8 +37,80 @@ pub struct Status {
     pub ledger_capacity: f64,
     /// One entry per real-time thread of the graph (driver first).
     pub reservations: Vec<ReservationStatus>,
+    /// Audio periods per reservation period in use now (`--period-multiplier`;
+    /// with `auto` it follows the buffer size). 1 without reservations.
+    pub period_multiplier: u32,
+    /// The `--period-multiplier` rule: the multiplier's floor (N, or 1 for `auto`).
+    pub multiplier_floor: u32,
+    /// The `--period-multiplier auto` minimum reservation period (ns; 0: a fixed N).
+    pub multiplier_min_period_ns: u64,
+    /// The graph's threads seen as one group reservation (None when no
+    /// thread is reserved).
+    pub graph: Option<GraphReservation>,
     /// The last xruns (at most 16, oldest first), each with its cause.
     pub recent_xruns: Vec<XrunRecord>,
+}
+
+/// The graph's real-time threads (driver and clients) seen as the single
+/// group reservation of the papers ("Design and development of a mechanism
+/// for low-latency real time audio processing on Linux" reserves one CPU
+/// share for the whole JACK graph): sums over the threads, per audio cycle.
+/// A thread whose reservation period spans N audio periods
+/// (`--period-multiplier`) counts for its budget and prediction / N, i.e.
+/// x audio period / its reservation period.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
+pub struct GraphReservation {
+    /// Audio period (ns).
+    pub period_ns: u64,
+    /// Sum of the SCHED_DEADLINE threads' budgets, per audio period (ns).
+    pub budget_ns: u64,
+    /// Sum of their controllers' predictions (before overprovisioning), per audio period (ns).
+    pub predicted_ns: u64,
+    /// Sum of the CPU time every graph thread used in its last cycle (ns),
+    /// reserved or not.
+    pub used_ns: u64,
+    /// Threads with a SCHED_DEADLINE reservation.
+    pub reserved: u32,
+    /// Threads summed in `used_ns`.
+    pub threads: u32,
+}
+
+impl GraphReservation {
+    /// Sums `reservations` at audio period `period_ns`; None when no thread
+    /// has a SCHED_DEADLINE reservation.
+    pub fn of(reservations: &[ReservationStatus], period_ns: u64) -> Option<GraphReservation> {
+        let mut g = GraphReservation {
+            period_ns,
+            ..Default::default()
+        };
+        for r in reservations {
+            g.threads += 1;
+            g.used_ns = g.used_ns.saturating_add(r.used_ns);
+            if r.policy == "SCHED_DEADLINE" && r.period_ns > 0 {
+                g.reserved += 1;
+                let per = |v| per_audio_period(v, period_ns, r.period_ns);
+                g.budget_ns = g.budget_ns.saturating_add(per(r.budget_ns));
+                g.predicted_ns = g.predicted_ns.saturating_add(per(r.predicted_ns));
+            }
+        }
+        (g.reserved > 0).then_some(g)
+    }
+
+    /// The summed budget as a share of the audio period (%).
+    pub fn budget_pct(&self) -> f64 {
+        100.0 * self.budget_ns as f64 / self.period_ns.max(1) as f64
+    }
+}
+
+/// `v` (ns per reservation period `res_period_ns`) per audio period
+/// `audio_period_ns`, rounded to the nearest ns (saturated).
+pub fn per_audio_period(v: u64, audio_period_ns: u64, res_period_ns: u64) -> u64 {
+    if res_period_ns == 0 {
+        return v;
+    }
+    let q =
+        (v as u128 * audio_period_ns as u128 + res_period_ns as u128 / 2) / res_period_ns as u128;
+    q.min(u64::MAX as u128) as u64
 }
 
 /// One xrun and what caused it.
@@ -134,4 +206,56 @@ pub struct ClientStatus {
     /// It was evicted from the cycle for running late past the client
     /// timeout (JACK's zombie state) and has not activated again.
     pub zombie: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(
+        policy: &str,
+        period_ns: u64,
+        budget_ns: u64,
+        predicted_ns: u64,
+        used_ns: u64,
+    ) -> ReservationStatus {
+        ReservationStatus {
+            name: "t".into(),
+            slot: 0,
+            tid: 1,
+            policy: policy.into(),
+            period_ns,
+            budget_ns,
+            deadline_ns: period_ns,
+            predicted_ns,
+            used_ns,
+            throttles: 0,
+            xruns: 0,
+            updates: 0,
+        }
+    }
+
+    #[test]
+    fn sums_per_audio_period() {
+        let p = 1_000_000;
+        let v = [
+            res("SCHED_DEADLINE", p, 100_000, 80_000, 70_000),
+            // Two audio periods per reservation period: counts half.
+            res("SCHED_DEADLINE", 2 * p, 400_000, 300_000, 120_000),
+            res("SCHED_FIFO", 0, 0, 0, 50_000),
+        ];
+        let g = GraphReservation::of(&v, p).unwrap();
+        assert_eq!(
+            (
+                g.budget_ns,
+                g.predicted_ns,
+                g.used_ns,
+                g.reserved,
+                g.threads
+            ),
+            (300_000, 230_000, 240_000, 2, 3)
+        );
+        assert!((g.budget_pct() - 30.0).abs() < 1e-9);
+        assert_eq!(GraphReservation::of(&v[2..], p), None);
+    }
 }

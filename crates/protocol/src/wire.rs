@@ -12,7 +12,9 @@
 //! After that the client sends [`Envelope`]s and the server sends
 //! [`ServerMsg`]s.
 
-pub use crate::status::{ClientStatus, LateClient, ReservationStatus, Status, XrunRecord};
+pub use crate::status::{
+    ClientStatus, GraphReservation, LateClient, ReservationStatus, Status, XrunRecord,
+};
 use serde::{Deserialize, Serialize};
 use std::io::{self, IoSlice, IoSliceMut, Read, Write};
 use std::mem::MaybeUninit;
@@ -284,6 +286,21 @@ pub enum Request {
         tid: i32,
         /// CPUs (budget / period); 0 releases.
         bandwidth: f64,
+    },
+    /// Clients only: a real-time thread the client created
+    /// (`jack_client_create_thread`) or raised
+    /// (`jack_acquire_real_time_scheduling`) starts (`on`) or stops being
+    /// real-time. Under `--sched deadline` the server gives it a
+    /// SCHED_DEADLINE reservation whose budget follows its measured CPU time,
+    /// admitted in the same ledger as the graph (SCHED_FIFO when refused),
+    /// until `on: false`, the thread's end or the client's. The thread must
+    /// belong to the client's own process, else [`ErrorCode::NotAllowed`].
+    /// Other modes: [`Reply::Ok`], nothing done (the client set its policy).
+    ReserveThread {
+        /// Kernel thread id.
+        tid: i32,
+        /// Starts (true) or stops (false) being real-time.
+        on: bool,
     },
 }
 

@@ -55,8 +55,14 @@ pub struct ControllerConfig {
     /// Audio period (ns): frames per period / sample rate.
     pub audio_period_ns: u64,
     /// `-D`: reservation period = multiplier x audio period; the budget is
-    /// scaled alike. 0 is treated as 1.
+    /// scaled alike. 0 is treated as 1. With `auto_min_period_ns` this is the
+    /// floor of the multiplier in use ([`effective_multiplier`](Self::effective_multiplier)).
     pub multiplier: u32,
+    /// `--period-multiplier auto`: the minimum reservation period (ns); an
+    /// audio period shorter than this gets a larger multiplier
+    /// ([`crate::multiplier::multiplier_for`]), recomputed when the audio
+    /// period changes. 0: off (the multiplier is `multiplier`).
+    pub auto_min_period_ns: u64,
     /// `-I`: budget = prediction x (1 + pct/100).
     pub overprovision_pct: f64,
     /// Minimum budget, % of the reservation period (the thesis: 5).
@@ -93,6 +99,7 @@ impl Default for ControllerConfig {
         ControllerConfig {
             audio_period_ns: 2_666_667,
             multiplier: 1,
+            auto_min_period_ns: 0,
             overprovision_pct: 10.0,
             min_pct: 5.0,
             max_pct: 90.0,
@@ -109,12 +116,24 @@ impl Default for ControllerConfig {
 }
 
 impl ControllerConfig {
-    /// Reservation period (ns): multiplier x audio period.
+    /// The multiplier in use at the current audio period: `multiplier`, or
+    /// with `auto_min_period_ns` the rule of [`crate::multiplier`].
+    ///
+    /// Real-time safe.
+    pub fn effective_multiplier(&self) -> u32 {
+        crate::multiplier::multiplier_for(
+            self.audio_period_ns,
+            self.multiplier,
+            self.auto_min_period_ns,
+        )
+    }
+
+    /// Reservation period (ns): multiplier in use x audio period.
     ///
     /// Real-time safe.
     pub fn reservation_period_ns(&self) -> u64 {
         self.audio_period_ns
-            .saturating_mul(self.multiplier.max(1) as u64)
+            .saturating_mul(self.effective_multiplier() as u64)
     }
 }
 
@@ -297,7 +316,7 @@ impl Controller {
         }
         self.predictor.push(used_ns);
         let per_cycle = self.predictor.predict().unwrap_or(used_ns);
-        self.predicted_ns = per_cycle.saturating_mul(self.cfg.multiplier.max(1) as u64);
+        self.predicted_ns = per_cycle.saturating_mul(self.cfg.effective_multiplier() as u64);
         let mut wanted = self.clamp(scale(
             self.predicted_ns,
             1.0 + self.cfg.overprovision_pct / 100.0,
@@ -342,7 +361,8 @@ impl Controller {
     }
 
     /// The audio period changed (buffer-size change), also in fixed mode.
-    /// The reservation period follows (x D). In fixed mode the budget is
+    /// The reservation period follows (x D; with `auto_min_period_ns` the
+    /// multiplier is recomputed for the new audio period first). In fixed mode the budget is
     /// recomputed; in feedback mode the budget and an explicitly set
     /// deadline are scaled by new/old period (the bandwidth stays the same),
     /// the window, whose samples were per *old* cycle, is flushed and refilled
@@ -578,6 +598,28 @@ mod tests {
         let moved = run(&mut c, 320_000, 10);
         assert_eq!(moved.len(), 1);
         assert_eq!(c.reservation().runtime_ns, 352_000);
+    }
+
+    #[test]
+    fn auto_multiplier_follows_the_audio_period() {
+        let short = 666_666; // 32 frames at 48 kHz
+        let mut c = Controller::new(ControllerConfig {
+            audio_period_ns: short,
+            auto_min_period_ns: crate::multiplier::DEFAULT_AUTO_MIN_PERIOD_NS,
+            ..Default::default()
+        });
+        assert_eq!(c.config().effective_multiplier(), 2);
+        assert_eq!(c.reservation().period_ns, 2 * short);
+        run(&mut c, 100_000, 200);
+        assert_eq!(c.predicted_ns(), 200_000, "per reservation period");
+        // 128 frames: above the minimum, one audio period per reservation period.
+        let r = c.set_audio_period(P).expect("changed");
+        assert_eq!(c.config().effective_multiplier(), 1);
+        assert_eq!(r.period_ns, P);
+        // Back to 16 frames: four audio periods.
+        let r = c.set_audio_period(333_333).expect("changed");
+        assert_eq!(c.config().effective_multiplier(), 4);
+        assert_eq!(r.period_ns, 4 * 333_333);
     }
 
     #[test]

@@ -8,8 +8,9 @@
 //! | [`policy`] | [`Policy`] (SCHED_OTHER / FIFO / DEADLINE), the `sched_attr` layout, [`apply`] / [`current`] / [`drop_own_reservation`] by kernel TID, the permission probes | any thread; `apply`, `current`, `drop_own_reservation` are real-time safe on success (one syscall); the probes spawn a helper thread once (start-up only) |
 //! | [`predictor`] | [`Predictor`]: moving-window percentile of per-cycle CPU time (Bagnoli's thesis on low-latency audio with reservations, §3.4.4) | driver thread; allocates only in `new` |
 //! | [`controller`] | [`Controller`]: per reserved thread, turns the CPU-time trace into SCHED_DEADLINE budgets (-F/-I/-D, min/max clamps, flush + bump on new clients and xruns, change threshold) | driver thread, at cycle begin; allocates only in `new`, makes no syscalls |
+//! | [`multiplier`] | [`multiplier_for`]: the reservation-period multiplier in use, with the thesis's automatic rule for short periods | any thread, pure |
 //! | [`ledger`] | [`Ledger`]: our own record of admitted bandwidth per thread, and the system capacity | built on the control thread; `reserve`/`release`/`get` on the driver thread, without allocation |
-//! //!
+//!
 //! Critical-path deadlines (`--deadlines critical-path`) are computed over
 //! the compiled graph, in `resound_graph::CriticalPath`; the controller
 //! applies them (`Controller::set_deadline`).
@@ -42,12 +43,14 @@
 
 pub mod controller;
 pub mod ledger;
+pub mod multiplier;
 pub mod owner;
 pub mod policy;
 pub mod predictor;
 
 pub use controller::{Controller, ControllerConfig, Reservation};
 pub use ledger::{AdmissionError, Ledger};
+pub use multiplier::multiplier_for;
 pub use policy::{
     apply, current, deadline_permitted, describe_thread, drop_own_reservation, fifo_permitted,
     Policy, SchedError, SchedErrorKind,

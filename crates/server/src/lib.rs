@@ -56,16 +56,28 @@ pub fn main(argv: Vec<String>) -> i32 {
             return 1;
         }
     };
-    let period_ms = resound_shm::time::frames_to_ns(cfg.period() as u64, cfg.rate()) as f64 / 1e6;
+    let period_ns = resound_shm::time::frames_to_ns(cfg.period() as u64, cfg.rate());
+    let period_ms = period_ns as f64 / 1e6;
+    let driver_sched = server.driver_sched();
+    let multiplier = if driver_sched.starts_with("SCHED_DEADLINE") {
+        format!(
+            ", reservation period x{} ({})",
+            cfg.server.period_multiplier.at(period_ns),
+            cfg.server.period_multiplier
+        )
+    } else {
+        String::new()
+    };
     tracing::info!(
-        "server {:?} running: {} driver, {} Hz, {} frames ({:.2} ms), {} mode, driver thread {}, socket {}",
+        "server {:?} running: {} driver, {} Hz, {} frames ({:.2} ms), {} mode, driver thread {}{}, socket {}",
         server.name(),
         cfg.driver_name(),
         cfg.rate(),
         cfg.period(),
         period_ms,
         if cfg.server.sync { "sync" } else { "async" },
-        server.driver_sched(),
+        driver_sched,
+        multiplier,
         server.socket().display()
     );
     let reason = wait_for_stop(&mut signals, &server);

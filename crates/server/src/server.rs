@@ -49,6 +49,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 mod access;
 mod client_requests;
+mod client_threads;
 mod connection_requests;
 mod dispatch;
 mod driver_thread;
@@ -148,6 +149,8 @@ struct State {
     condemned: Vec<u32>,
     /// Threads outside the graph admitted in the ledger: (session id, tid).
     external: Vec<(u64, i32)>,
+    /// Real-time threads clients created, with their reservations (see `client_threads`).
+    client_threads: Vec<client_threads::ClientThread>,
 }
 
 impl Server {

@@ -9,10 +9,12 @@ use clap::Parser;
 use resound_shm::limits::{self, MAX_BUFFER_FRAMES, MIN_BUFFER_FRAMES};
 
 mod drivers;
+mod multiplier;
 pub use drivers::{
     AlsaAccess, AlsaArgs, AlsaFormat, DriverArgs, DummyArgs, FileArgs, OutputFormat,
 };
 use drivers::{AlsaCli, DummyCli, FileCli};
+pub use multiplier::PeriodMultiplier;
 
 /// Server options.
 #[derive(Debug, Clone, Parser)]
@@ -62,8 +64,12 @@ pub struct ServerArgs {
     pub overprovision: f64,
     /// Make each reservation period N audio periods long (the budget is scaled
     /// alike), so that a thread may use its budget over several cycles.
-    #[arg(long = "period-multiplier", value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
-    pub period_multiplier: u32,
+    /// `auto`: N = 1 unless the audio period is shorter than 1333 us, then the
+    /// smallest N that makes the reservation period at least 1333 us (32 frames
+    /// at 48 kHz: 2); `auto:US` with another minimum (auto:2000 gives 3 at
+    /// 32 frames). Recomputed when the buffer size changes.
+    #[arg(long = "period-multiplier", value_name = "N|auto[:US]", default_value = "1", value_parser = clap::value_parser!(PeriodMultiplier))]
+    pub period_multiplier: PeriodMultiplier,
     /// The prediction of a thread's CPU time per period: this percentile of
     /// its CPU times over the last --window cycles.
     #[arg(long = "percentile", value_name = "P", default_value_t = 99.0, value_parser = pct_parser)]
@@ -399,7 +405,7 @@ mod tests {
                 c.server.percentile,
                 c.server.window
             ),
-            (20.0, 2, 95.0, 50)
+            (20.0, PeriodMultiplier::Fixed(2), 95.0, 50)
         );
         let c = p("resoundd --sched fifo --fixed-budget 30 -d dummy").unwrap();
         assert_eq!(

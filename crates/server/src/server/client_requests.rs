@@ -67,7 +67,7 @@ impl Server {
     }
 
     /// The process-thread TID a client announces must be one of its own threads.
-    fn check_tid(&self, pid: u32, tid: i32) -> Result<(), WireError> {
+    pub(super) fn check_tid(&self, pid: u32, tid: i32) -> Result<(), WireError> {
         if tid <= 0 || pid == 0 {
             return Err(werr(
                 ErrorCode::NotAllowed,

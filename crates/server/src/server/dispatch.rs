@@ -91,6 +91,7 @@ impl Server {
             Request::ReserveExternal { tid, bandwidth } => {
                 self.reserve_external(st, id, tid, bandwidth)
             }
+            Request::ReserveThread { tid, on } => self.reserve_thread(st, id, slot, tid, on),
             other => self.query(st, other),
         }
     }

@@ -64,6 +64,8 @@ struct Housekeeping {
     critical_path: bool,
     /// When deadlines were last recomputed.
     deadline_tick: Instant,
+    /// Last measurement of the clients' own real-time threads.
+    threads_tick: Instant,
     /// Per slot: the relative deadline last sent (ns; 0 = none yet).
     sent_deadlines: Vec<u64>,
 }
@@ -82,8 +84,9 @@ impl Server {
             window: Instant::now(),
             critical_path: self.deadline_mode
                 && self.cfg.server.deadlines == DeadlineChoice::CriticalPath
-                && self.cfg.server.period_multiplier == 1,
+                && self.cfg.server.period_multiplier == crate::config::PeriodMultiplier::Fixed(1),
             deadline_tick: Instant::now(),
+            threads_tick: Instant::now(),
             sent_deadlines: vec![0u64; self.engine.res.len()],
         };
         while !self.stopping.load(Ordering::Acquire) {
@@ -96,6 +99,10 @@ impl Server {
             }
             if hk.window.elapsed() >= Duration::from_secs(1) {
                 self.end_log_window(&mut hk);
+            }
+            if hk.threads_tick.elapsed() >= super::client_threads::TICK {
+                hk.threads_tick = Instant::now();
+                self.tick_client_threads();
             }
             std::thread::sleep(Duration::from_millis(5));
         }

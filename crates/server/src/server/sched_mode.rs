@@ -3,7 +3,7 @@
 //!
 //! Threads: the thread calling `Server::start`, once.
 
-use crate::config::Config;
+use crate::config::{Config, PeriodMultiplier};
 use resound_engine::Mode;
 use resound_shm::time::frames_to_ns;
 use tracing::warn;
@@ -43,17 +43,7 @@ pub(super) fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) 
 /// Deadline mode: the controller's settings from the options.
 fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
     let a = &cfg.server;
-    let period_ns = frames_to_ns(cfg.period() as u64, cfg.rate());
-    let c = resound_sched::ControllerConfig {
-        audio_period_ns: period_ns,
-        multiplier: a.period_multiplier,
-        overprovision_pct: a.overprovision,
-        fixed_pct: a.fixed_budget,
-        window: a.window as usize,
-        percentile: a.percentile,
-        reclaim: a.reclaim(),
-        ..Default::default()
-    };
+    let c = controller_config(cfg);
     let desc = deadline_description(a, ledger_capacity);
     (
         Mode::Deadline {
@@ -64,11 +54,34 @@ fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
     )
 }
 
+/// The controllers' settings from the options, at the start-up period.
+pub(super) fn controller_config(cfg: &Config) -> resound_sched::ControllerConfig {
+    let a = &cfg.server;
+    let period_ns = frames_to_ns(cfg.period() as u64, cfg.rate());
+    let (multiplier, auto_min_period_ns) = a.period_multiplier.rule();
+    resound_sched::ControllerConfig {
+        audio_period_ns: period_ns,
+        multiplier,
+        auto_min_period_ns,
+        overprovision_pct: a.overprovision,
+        fixed_pct: a.fixed_budget,
+        window: a.window as usize,
+        percentile: a.percentile,
+        reclaim: a.reclaim(),
+        ..Default::default()
+    }
+}
+
 /// How deadline mode shows in status and logs: budget rule, reclaiming,
-/// period multiplier, deadline rule, ledger capacity.
+/// period multiplier (N, or the `auto` rule), deadline rule, ledger capacity.
 fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> String {
+    let multiplier = match a.period_multiplier {
+        PeriodMultiplier::Fixed(n) => format!("x{n}"),
+        // The multiplier in use changes with the buffer size: status shows it apart.
+        PeriodMultiplier::Auto { min_period_us } => format!("auto (>= {min_period_us} us)"),
+    };
     format!(
-        "deadline ({}{}, period x{}, {} deadlines, ledger {:.2} CPU)",
+        "deadline ({}{}, period {}, {} deadlines, ledger {:.2} CPU)",
         match a.fixed_budget {
             Some(p) => format!("fixed budget {p}%"),
             None => format!(
@@ -81,7 +94,7 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
         } else {
             ", no reclaim"
         },
-        a.period_multiplier,
+        multiplier,
         match a.deadlines {
             crate::config::DeadlineChoice::Period => "period",
             crate::config::DeadlineChoice::CriticalPath => "critical-path",

@@ -144,6 +144,7 @@ impl Server {
             return;
         };
         self.release_external(&mut st, id);
+        self.release_client_threads(&mut st, id);
         let Some(slot) = sess.slot else { return };
         let name = st
             .graph

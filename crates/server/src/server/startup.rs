@@ -59,6 +59,7 @@ impl Server {
                 recent_xruns: Default::default(),
                 condemned: vec![],
                 external: vec![],
+                client_threads: vec![],
                 metadata: Default::default(),
                 latency_custom: vec![false; caps.max_clients as usize],
             }),

@@ -42,6 +42,8 @@ impl Server {
         let period = h.period_ns.load(Ordering::Relaxed).max(1);
         let table = self.view.table(self.view.current_index());
         let clients = self.client_statuses(st, cycle, start, period);
+        let mut reservations = self.reservations(st);
+        reservations.extend(self.client_thread_statuses(st));
         Status {
             server: self.name.clone(),
             driver: self.cfg.driver_name().to_string(),
@@ -67,7 +69,15 @@ impl Server {
             } else {
                 0.0
             },
-            reservations: self.reservations(st),
+            period_multiplier: if self.deadline_mode {
+                self.cfg.server.period_multiplier.at(period)
+            } else {
+                1
+            },
+            multiplier_floor: self.cfg.server.period_multiplier.rule().0,
+            multiplier_min_period_ns: self.cfg.server.period_multiplier.rule().1,
+            graph: resound_protocol::wire::GraphReservation::of(&reservations, period),
+            reservations,
             recent_xruns: st.recent_xruns.iter().cloned().collect(),
         }
     }
