@@ -29,6 +29,7 @@ use competing::Competing;
 use plan::{Plan, StepKind};
 use progress::Progress;
 use resound_client::prelude::*;
+use resound_profiler::ServerInfo;
 use resound_shm::time::monotonic_ns;
 use server::AudioServer;
 use std::path::PathBuf;
@@ -281,12 +282,16 @@ fn collect(plan: &Plan, mut live: Live, g: &mut Gathered) {
             g.setup.push(format!("records of {n}: {e}"));
         }
     }
-    let multiplier = plan
-        .multiplier_arg()
-        .and_then(|m| m.parse::<f64>().ok())
-        .unwrap_or(1.0);
-    if let Some(r) = &live.ring {
-        g.cycles = r.samples(live.t0_ns, &g.clients, multiplier);
+    if let (Some(r), AudioServer::Resound { ctl, .. }) = (&live.ring, &live.server) {
+        let info = ctl.status().map_or_else(
+            |_| ServerInfo::default(),
+            |st| ServerInfo {
+                multiplier_floor: st.multiplier_floor,
+                multiplier_min_period_ns: st.multiplier_min_period_ns,
+                ..ServerInfo::default()
+            },
+        );
+        g.cycles = r.samples(live.t0_ns, &g.clients, info);
     }
     if let Some(t) = live.trace.take() {
         let driver = match t.finish() {

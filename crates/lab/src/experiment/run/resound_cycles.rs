@@ -57,12 +57,12 @@ impl RingLog {
     }
 
     /// The cycles as samples, times from `t0_ns` (CLOCK_MONOTONIC), clients
-    /// in the order of `clients` (names; other graph nodes are left out),
-    /// budgets divided by `multiplier` (reservation periods of several audio
-    /// periods).
-    pub fn samples(&self, t0_ns: u64, clients: &[String], multiplier: f64) -> Vec<CycleSample> {
+    /// in the order of `clients` (names; other graph nodes are left out).
+    /// The graph's budget, prediction and CPU are the profiler's group sums
+    /// (budgets per audio period, by the server's multiplier rule in `info`).
+    pub fn samples(&self, t0_ns: u64, clients: &[String], info: ServerInfo) -> Vec<CycleSample> {
         let names: Vec<(u64, String)> = self.names.iter().map(|(u, n)| (*u, n.clone())).collect();
-        let p = Profile::from_records(ServerInfo::default(), &self.records, &names, self.lost);
+        let p = Profile::from_records(info, &self.records, &names, self.lost);
         let uuid_of = |name: &str| -> Vec<u64> {
             self.names
                 .iter()
@@ -86,12 +86,6 @@ impl RingLog {
                             .map(from_wake)
                     })
                     .collect();
-                let budget: u64 =
-                    c.driver_budget_ns + c.nodes.iter().map(|n| n.budget_ns).sum::<u64>();
-                let predicted: u64 =
-                    c.driver_predicted_ns + c.nodes.iter().map(|n| n.predicted_ns).sum::<u64>();
-                let used: u64 =
-                    c.driver_cpu_ns + c.nodes.iter().filter_map(|n| n.cpu_ns).sum::<u64>();
                 let end = c.nodes.iter().filter_map(|n| n.finish_ns).max();
                 CycleSample {
                     t_s: c.start_ns.saturating_sub(t0_ns) as f64 / 1e9,
@@ -99,26 +93,12 @@ impl RingLog {
                     driver_end_us: Some(from_wake(c.driver_end_ns)),
                     end_us: end.map(from_wake),
                     client_end_us,
-                    budget_us: (budget > 0).then(|| us(budget) / multiplier),
-                    predicted_us: (predicted > 0).then(|| us(predicted) / multiplier),
-                    used_us: Some(us(used)),
+                    budget_us: (c.graph.budget_ns > 0).then(|| us(c.graph.budget_ns)),
+                    predicted_us: (c.graph.predicted_ns > 0).then(|| us(c.graph.predicted_ns)),
+                    used_us: Some(us(c.graph.used_ns)),
                     xrun: c.xrun,
                 }
             })
             .collect()
-    }
-
-    /// Cycles in which a client of the graph did not finish in time (late,
-    /// or never finished) at or after `from_ns`.
-    pub fn late_cycles(&self, from_ns: u64) -> u64 {
-        self.records
-            .iter()
-            .filter(|(c, rows)| {
-                c.start_ns >= from_ns
-                    && rows
-                        .iter()
-                        .any(|r| r.is_late() || r.dates_since(c.start_ns)[2].is_none())
-            })
-            .count() as u64
     }
 }
