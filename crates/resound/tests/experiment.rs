@@ -274,3 +274,34 @@ fn check_gives_line_numbered_errors_and_the_shipped_scenarios_are_valid() {
         String::from_utf8_lossy(&check.stderr)
     );
 }
+
+#[test]
+fn two_runs_into_one_directory_are_refused() {
+    use std::os::fd::AsRawFd;
+    let dir = TestDir::new("experiment", "lock");
+    let file = dir.join("short.toml");
+    std::fs::write(&file, SCENARIO).unwrap();
+    let out_dir = dir.join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    // Another run holds the directory.
+    let held = std::fs::File::create(out_dir.join(".experiment.lock")).unwrap();
+    // SAFETY: flock(2) on a descriptor this test owns for the whole test.
+    assert_eq!(
+        unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
+        0
+    );
+    let out = Command::new(RESOUND)
+        .args(["experiment", "run"])
+        .arg(&file)
+        .arg("--out")
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("another resound experiment is writing into"),
+        "{stderr}"
+    );
+    assert!(!out_dir.join("results.json").exists());
+}

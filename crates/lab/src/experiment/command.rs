@@ -145,6 +145,7 @@ fn run(a: RunArgs) -> Result<(), String> {
         signal_hook::flag::register(sig, interrupted.clone()).map_err(|e| e.to_string())?;
     }
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let _lock = lock_out_dir(&a.out)?;
     let mut notes = Vec::new();
     let jobs: Vec<(Scenario, String, Vec<Plan>)> = list
         .into_iter()
@@ -215,6 +216,25 @@ fn run(a: RunArgs) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// Takes `DIR/.experiment.lock` for the run (released when the returned
+/// file closes), so that two runs writing into one directory are refused
+/// instead of mixing each other's records.
+fn lock_out_dir(dir: &std::path::Path) -> Result<std::fs::File, String> {
+    use std::os::fd::AsRawFd;
+    let path = dir.join(".experiment.lock");
+    let f = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    // SAFETY: flock(2) on a descriptor this function owns (`f` lives until
+    // it returns or hands `f` to the caller); it touches no memory of ours.
+    let r = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if r != 0 {
+        return Err(format!(
+            "another resound experiment is writing into {}; give each run its own --out",
+            dir.display()
+        ));
+    }
+    Ok(f)
 }
 
 /// Runs every plan of one scenario.
