@@ -193,6 +193,16 @@ fn a_short_scenario_runs_on_both_servers_and_writes_its_report() {
         };
         assert!(setup.contains(want), "{name}: {setup}");
     }
+    // The raw records behind the tables are kept.
+    for f in [
+        "raw/fifo-resound/profile-cycles.csv",
+        "raw/fifo-resound/profile-clients.csv",
+        "raw/fifo-resound/rtapp-voip-0.log",
+        "raw/fifo-jackd2/dnl1.csv",
+        "raw/reserved-resound/rtapp.json",
+    ] {
+        assert!(out_dir.join(f).is_file(), "{f} is missing");
+    }
     let html = std::fs::read_to_string(out_dir.join("report.html")).unwrap();
     for want in [
         "A short scenario for the test suite",

@@ -154,7 +154,7 @@ fn play(plan: &Plan, ctx: &Ctx, progress: &mut Progress, g: &mut Gathered) -> Re
     };
     g.sched = describe_sched(&live.server);
     let res = timeline(plan, ctx, progress, &mut live, g, &dir);
-    collect(plan, live, g);
+    collect(plan, live, g, &dir);
     res
 }
 
@@ -260,7 +260,7 @@ fn describe_step(what: &StepKind) -> String {
 }
 
 /// Stops everything in order and turns what was recorded into samples.
-fn collect(plan: &Plan, mut live: Live, g: &mut Gathered) {
+fn collect(plan: &Plan, mut live: Live, g: &mut Gathered, dir: &std::path::Path) {
     if let (Some(r), AudioServer::Resound { profile, .. }) = (live.ring.as_mut(), &live.server) {
         r.poll(profile.ring());
     }
@@ -291,7 +291,20 @@ fn collect(plan: &Plan, mut live: Live, g: &mut Gathered) {
                 ..ServerInfo::default()
             },
         );
-        g.cycles = r.samples(live.t0_ns, &g.clients, info);
+        let profile = r.profile(info);
+        g.cycles = r.samples(&profile, live.t0_ns, &g.clients);
+        // The ring's own records, as `resound profile` writes them: every
+        // node's signal, awake and end dates, CPU, budget, per cycle.
+        let (cycles, nodes) = (
+            dir.join("profile-cycles.csv"),
+            dir.join("profile-clients.csv"),
+        );
+        if let Err(e) = resound_profiler::export::write_cycles_csv(&profile, &cycles)
+            .and_then(|_| resound_profiler::export::write_clients_csv(&profile, &nodes))
+        {
+            g.setup
+                .push(format!("the profile records could not be written: {e}"));
+        }
     }
     if let Some(t) = live.trace.take() {
         let driver = match t.finish() {

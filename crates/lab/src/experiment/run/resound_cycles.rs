@@ -56,13 +56,18 @@ impl RingLog {
         self.lost
     }
 
-    /// The cycles as samples, times from `t0_ns` (CLOCK_MONOTONIC), clients
+    /// Everything read, as the profiler's model (what `resound profile`
+    /// writes), with the server's facts in `info`.
+    pub fn profile(&self, info: ServerInfo) -> Profile {
+        let names: Vec<(u64, String)> = self.names.iter().map(|(u, n)| (*u, n.clone())).collect();
+        Profile::from_records(info, &self.records, &names, self.lost)
+    }
+
+    /// The cycles of `p` (from [`RingLog::profile`]) as samples, times from `t0_ns` (CLOCK_MONOTONIC), clients
     /// in the order of `clients` (names; other graph nodes are left out).
     /// The graph's budget, prediction and CPU are the profiler's group sums
-    /// (budgets per audio period, by the server's multiplier rule in `info`).
-    pub fn samples(&self, t0_ns: u64, clients: &[String], info: ServerInfo) -> Vec<CycleSample> {
-        let names: Vec<(u64, String)> = self.names.iter().map(|(u, n)| (*u, n.clone())).collect();
-        let p = Profile::from_records(info, &self.records, &names, self.lost);
+    /// (budgets per audio period, by the server's multiplier rule).
+    pub fn samples(&self, p: &Profile, t0_ns: u64, clients: &[String]) -> Vec<CycleSample> {
         let uuid_of = |name: &str| -> Vec<u64> {
             self.names
                 .iter()
