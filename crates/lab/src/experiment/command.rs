@@ -135,6 +135,9 @@ fn plans_of(sc: &Scenario, a: &RunArgs, progress_note: &mut Vec<String>) -> Vec<
         .collect()
 }
 
+/// A scenario with its source and its plans.
+type Job = (Scenario, String, Vec<Plan>);
+
 /// `experiment run`.
 fn run(a: RunArgs) -> Result<(), String> {
     let list = scenarios_of(&a)?;
@@ -147,7 +150,7 @@ fn run(a: RunArgs) -> Result<(), String> {
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let _lock = lock_out_dir(&a.out)?;
     let mut notes = Vec::new();
-    let jobs: Vec<(Scenario, String, Vec<Plan>)> = list
+    let jobs: Vec<Job> = list
         .into_iter()
         .map(|(sc, src)| {
             let p = plans_of(&sc, &a, &mut notes);
@@ -168,17 +171,43 @@ fn run(a: RunArgs) -> Result<(), String> {
         jobs.iter().map(|j| j.2.len()).sum::<usize>(),
         total / 60.0
     ));
-    let calibration = if jobs.iter().any(|(sc, _, _)| !sc.rtapp.is_empty()) {
-        let cache = Calibration::default_cache();
-        progress.line(&format!(
-            "rt-app's calibration: {} (measured once; delete it to measure again)",
-            cache.display()
-        ));
-        Some(Calibration::load_or_measure(&cache)?)
-    } else {
-        None
+    let ctx = Ctx {
+        bins,
+        loadclient: compile_loadclient(&a.out.join("bin"))?,
+        calibration: rtapp_calibration(&jobs, &progress)?,
+        raw_dir: a.out.join("raw"),
+        interrupted,
     };
-    let loadclient = compile_loadclient(&a.out.join("bin"))?;
+    let failed = run_jobs(jobs, &a, ctx, &mut progress);
+    progress.finish();
+    match failed? {
+        0 => Ok(()),
+        n => Err(format!("{n} configuration run(s) failed (see the report)")),
+    }
+}
+
+/// rt-app's calibration, when a scenario has rt-app tasks (measured once,
+/// then cached).
+fn rtapp_calibration(jobs: &[Job], progress: &Progress) -> Result<Option<Calibration>, String> {
+    if jobs.iter().all(|(sc, _, _)| sc.rtapp.is_empty()) {
+        return Ok(None);
+    }
+    let cache = Calibration::default_cache();
+    progress.line(&format!(
+        "rt-app's calibration: {} (measured once; delete it to measure again)",
+        cache.display()
+    ));
+    Calibration::load_or_measure(&cache).map(Some)
+}
+
+/// Runs each scenario and writes its report (into `--out`, or
+/// `--out/NAME` with `--all`); the number of failed configurations.
+fn run_jobs(
+    jobs: Vec<Job>,
+    a: &RunArgs,
+    mut ctx: Ctx,
+    progress: &mut Progress,
+) -> Result<usize, String> {
     let mut failed = 0;
     for (sc, source, plans) in jobs {
         let dir = if a.all {
@@ -186,14 +215,8 @@ fn run(a: RunArgs) -> Result<(), String> {
         } else {
             a.out.clone()
         };
-        let ctx = Ctx {
-            bins: bins.clone(),
-            loadclient: loadclient.clone(),
-            calibration,
-            raw_dir: dir.join("raw"),
-            interrupted: interrupted.clone(),
-        };
-        let result = run_scenario(sc, source, &plans, a.quick, &ctx, &mut progress);
+        ctx.raw_dir = dir.join("raw");
+        let result = run_scenario(sc, source, &plans, a.quick, &ctx, progress);
         failed += result.runs.iter().filter(|r| r.error.is_some()).count();
         let files = report::write(&result, &dir)?;
         progress.line(&format!(
@@ -204,18 +227,11 @@ fn run(a: RunArgs) -> Result<(), String> {
             dir.join("report.html").display()
         ));
         print!("{}", report::summary_text(&result));
-        if interrupted.load(Ordering::Acquire) {
-            progress.finish();
+        if ctx.interrupted.load(Ordering::Acquire) {
             return Err("interrupted".into());
         }
     }
-    progress.finish();
-    if failed > 0 {
-        return Err(format!(
-            "{failed} configuration run(s) failed (see the report)"
-        ));
-    }
-    Ok(())
+    Ok(failed)
 }
 
 /// Takes `DIR/.experiment.lock` for the run (released when the returned
