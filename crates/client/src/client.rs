@@ -13,7 +13,7 @@ use crate::notify::{dispatcher, NotificationHandler};
 use crate::process::{process_thread, Control, ProcessHandler, RtContext};
 use crate::requests::{expect_ok, Requests};
 use resound_protocol::wire::{HelloKind, Reply, Request, Welcome};
-use resound_shm::sync::{futex, Ordering};
+use resound_shm::sync::{futex, switch, Ordering};
 use resound_shm::transport::TransportCell;
 use resound_shm::{Table, Timer, View};
 use std::sync::atomic::{AtomicBool, AtomicU32};
@@ -232,6 +232,15 @@ impl Client {
     /// Real-time safe.
     pub fn current_table_index(&self) -> usize {
         self.inner.view.current_index()
+    }
+
+    /// Waits until a connection change the server has answered but the
+    /// driver not yet taken is in the current table (connection changes are
+    /// answered before the driver's switch, so that back-to-back requests
+    /// take effect in the same cycle): call it before reading connections
+    /// off the process thread. At most four periods; not real-time safe.
+    pub fn settle(&self) {
+        settle(&self.inner.view);
     }
 
     /// Graph table `index` (read-only shared memory): port and client
@@ -505,4 +514,17 @@ impl Requests for Client {
     fn call(&self, req: Request) -> Result<Reply> {
         self.inner.conn.call(req)
     }
+}
+
+/// Waits until the server's last answered graph change is in the current
+/// table (see [`Client::settle`]): at most four periods and
+/// 5 ms, so a stalled driver delays a query only that long. Not real-time
+/// safe.
+pub(crate) fn settle(view: &View) {
+    let h = view.header();
+    let frames = u64::from(h.buffer_frames.load(Ordering::Relaxed));
+    let rate = h.sample_rate.load(Ordering::Relaxed);
+    let period = resound_shm::time::frames_to_ns(frames, rate.max(1));
+    let max = std::time::Duration::from_nanos(4 * period) + std::time::Duration::from_millis(5);
+    switch::settle(&h.switch, max);
 }

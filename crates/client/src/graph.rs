@@ -47,13 +47,24 @@ impl Client {
     }
 
     /// Server status.
-    /// A consistent snapshot of the graph read from shared memory (no server round trip).
+    /// A consistent snapshot of the graph read from shared memory (no server
+    /// round trip), with every connection change the server has answered
+    /// (see [`Client::settle`]).
     pub fn snapshot(&self) -> Snapshot {
+        crate::client::settle(&self.inner.view);
+        snapshot(&self.inner.view)
+    }
+
+    /// The same without waiting for a pending connection change: for
+    /// lookups of names, ports and clients, which a connection change does
+    /// not alter. Not real-time safe (it allocates).
+    pub fn snapshot_now(&self) -> Snapshot {
         snapshot(&self.inner.view)
     }
 
     /// Every client of the graph, read from shared memory.
     pub fn clients(&self) -> Vec<ClientSnap> {
+        crate::client::settle(&self.inner.view);
         clients(&self.inner.view)
     }
 

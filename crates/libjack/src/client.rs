@@ -368,6 +368,17 @@ impl LjClient {
             self.client.current_table_index()
         }
     }
+
+    /// Before a query of connections off the process thread: waits until a
+    /// connection change the server has answered is in the current table
+    /// (connection changes are answered before the driver's switch, so
+    /// that back-to-back requests take effect in one cycle), so that a
+    /// connection made just before is seen, as on jackd.
+    pub fn settle_connections(&self) {
+        if !self.on_process_thread() {
+            self.client.settle();
+        }
+    }
 }
 
 /// Checks the port flags of a registration (exactly one direction).

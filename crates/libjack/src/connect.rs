@@ -79,7 +79,7 @@ pub unsafe extern "C" fn jack_port_disconnect(client_: *mut c_void, port_: *mut 
         };
         let Some(name) = lc
             .client
-            .snapshot()
+            .snapshot_now()
             .port_by_id(p.id)
             .map(|q| q.name.clone())
         else {

@@ -40,7 +40,7 @@ pub unsafe extern "C" fn jack_port_request_monitor_by_name(
         ) else {
             return -1;
         };
-        let Some(id) = lc.client.snapshot().port(&n).map(|p| p.id) else {
+        let Some(id) = lc.client.snapshot_now().port(&n).map(|p| p.id) else {
             ffi::error(&format!(
                 "jack_port_request_monitor_by_name: no port named {n:?}"
             ));

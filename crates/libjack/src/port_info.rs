@@ -131,15 +131,23 @@ pub unsafe extern "C" fn jack_port_connected(port_: *const c_void) -> c_int {
         let Some(p) = (unsafe { port(port_, "jack_port_connected") }) else {
             return 0;
         };
+        p.client().settle_connections();
         p.info()
             .and_then(|_| p.table().port_extra(p.id))
             .map_or(0, |(_, n, _)| n as c_int)
     })
 }
 
+/// A snapshot of the graph with every connection change the server has
+/// answered (waits for a pending one, except on the process thread).
+fn connections_snapshot(lc: &crate::client::LjClient) -> resound_client::Snapshot {
+    lc.settle_connections();
+    lc.client.snapshot_now()
+}
+
 /// Full names of the ports connected to `p`.
 fn connections(p: &LjPort) -> Vec<String> {
-    let snap = p.client().client.snapshot();
+    let snap = connections_snapshot(p.client());
     let Some(me) = snap.port_by_id(p.id) else {
         return Vec::new();
     };
@@ -163,7 +171,7 @@ pub unsafe extern "C" fn jack_port_connected_to(
         }) else {
             return 0;
         };
-        let snap = p.client().client.snapshot();
+        let snap = connections_snapshot(p.client());
         let Some(other) = snap.port(&name) else {
             return 0;
         };
@@ -200,7 +208,7 @@ pub unsafe extern "C" fn jack_port_get_all_connections(
         ) else {
             return std::ptr::null_mut();
         };
-        let snap = lc.client.snapshot();
+        let snap = connections_snapshot(lc);
         let Some(me) = snap.port_by_id(p.id) else {
             return std::ptr::null_mut();
         };

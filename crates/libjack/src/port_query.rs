@@ -78,7 +78,7 @@ pub unsafe extern "C" fn jack_get_ports(
         let flags = flags as u32;
         let names: Vec<String> = lc
             .client
-            .snapshot()
+            .snapshot_now()
             .ports
             .iter()
             .filter(|p: &&PortSnap| p.flags & flags == flags)
@@ -107,7 +107,7 @@ pub unsafe extern "C" fn jack_port_by_name(
             ffi::error("jack_port_by_name: called with a NULL port name");
             return std::ptr::null_mut();
         };
-        match lc.client.snapshot().port(&n) {
+        match lc.client.snapshot_now().port(&n) {
             Some(p) => intern(lc, p.id),
             None => std::ptr::null_mut(),
         }

@@ -1453,3 +1453,50 @@ fn a_jack_client_whose_process_fails_keeps_its_downstream_running_on_silence() {
 fn internal_object_exists(name: &str) -> bool {
     resound_server::internal_object::find(name).is_some()
 }
+
+/// A stereo player's two connections made back to back (two jack_connect
+/// calls) take effect in the same cycle when they are made within one
+/// cycle: the server answers a connection change without waiting for the
+/// driver, so both land in one table. Twenty rounds; the program tells
+/// which rounds were made within one cycle (the client's cycle frame time
+/// unchanged across both calls): none of those may start apart, and enough
+/// of them must happen for the check to mean something. The same program
+/// on Debian's jackd is printed for comparison (jackd starts the second
+/// channel 1-2 cycles late).
+#[test]
+fn a_stereo_pair_connected_back_to_back_starts_in_one_cycle() {
+    let _serial = common::one_at_a_time();
+    let Some(exe) = c_program("stereo", "stereo") else {
+        return;
+    };
+    let field = |out: &str, key: &str| -> u32 {
+        out.lines()
+            .find(|l| l.starts_with("DONE "))
+            .and_then(|l| l.split_whitespace().find_map(|w| w.strip_prefix(key)))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in the DONE line of:\n{out}"))
+    };
+    let srv = server();
+    let (code, out, err) = run_to_end(&srv, exe.to_str().unwrap(), &[], "");
+    assert_eq!(code, 0, "{out}\n{err}");
+    eprintln!("resound:\n{out}");
+    assert_eq!(
+        field(&out, "split="),
+        0,
+        "a pair connected within one cycle started apart:\n{out}"
+    );
+    assert!(
+        field(&out, "same_cycle=") >= 5,
+        "too few rounds made within one cycle to tell:\n{out}"
+    );
+    if !resound_lab::harness::Jackd::available() {
+        skip("stereo_on_jackd", "jackd missing (apt-get install jackd2)");
+        return;
+    }
+    let jackd =
+        resound_lab::harness::Jackd::start("stereo", &["-d", "dummy", "-r", "48000", "-p", PERIOD])
+            .expect("jackd starts");
+    let out = jackd.command(&exe).output().expect("run stereo on jackd");
+    let text = String::from_utf8_lossy(&out.stdout);
+    eprintln!("jackd2 (for comparison):\n{text}");
+}

@@ -121,6 +121,28 @@ pub mod switch {
         (cur(v), false)
     }
 
+    /// Non-real-time reader: waits, at most `max_wait`, until a graph change
+    /// written but not yet taken by the driver (PENDING, or being written)
+    /// is taken, so that a query made right after a change sees it even
+    /// though the server answered the change before the driver's switch
+    /// (connection changes are answered at once, so that back-to-back
+    /// requests reach the driver together). Returns whether it settled.
+    /// Sleeps in steps of 100 us; not real-time safe.
+    pub fn settle(w: &AtomicU32, max_wait: std::time::Duration) -> bool {
+        let t0 = std::time::Instant::now();
+        let start = w.load(Ordering::Acquire);
+        loop {
+            let v = w.load(Ordering::Acquire);
+            if v & (PENDING | WRITING) == 0 || generation(v) != generation(start) {
+                return true;
+            }
+            if t0.elapsed() >= max_wait {
+                return false;
+            }
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+
     /// Non-real-time reader: runs `read` on the current table index until no
     /// switch happened while it ran, then returns its result. `read` must only
     /// copy (it may see a half-written table on a try that is then retried).

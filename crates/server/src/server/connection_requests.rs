@@ -40,9 +40,10 @@ impl Server {
         Ok(Reply::Ok)
     }
 
-    /// Publishes a connection change and tells every client.
+    /// Publishes a connection change (without waiting for the driver: the
+    /// next request of a pair lands in the same table) and tells every client.
     fn connections_changed(&self, st: &mut State, conns: &[Connection], connected: bool) {
-        self.publish(st);
+        self.publish_soon(st);
         for c in conns {
             Self::notify(
                 st,

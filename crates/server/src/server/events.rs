@@ -68,6 +68,9 @@ struct Housekeeping {
     threads_tick: Instant,
     /// Per slot: the relative deadline last sent (ns; 0 = none yet).
     sent_deadlines: Vec<u64>,
+    /// A graph table the driver has not taken yet: the switch generation it
+    /// waits behind, and since when it has been seen waiting.
+    pending: Option<(u32, Instant)>,
 }
 
 impl Server {
@@ -88,6 +91,7 @@ impl Server {
             deadline_tick: Instant::now(),
             threads_tick: Instant::now(),
             sent_deadlines: vec![0u64; self.engine.res.len()],
+            pending: None,
         };
         while !self.stopping.load(Ordering::Acquire) {
             while let Ok(ev) = rx.pop() {
@@ -104,7 +108,41 @@ impl Server {
                 hk.threads_tick = Instant::now();
                 self.tick_client_threads();
             }
+            self.watch_pending_table(&mut hk.pending);
             std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// Says so (once) when a graph change has waited longer than
+    /// `PUBLISH_WAIT` for the driver to take it (its thread is starved or
+    /// stopped; connection changes are answered without waiting, so no
+    /// request notices), and when the driver takes changes again.
+    fn watch_pending_table(&self, pending: &mut Option<(u32, Instant)>) {
+        use resound_shm::sync::switch;
+        let v = self.view.header().switch.load(Ordering::Acquire);
+        let waiting = v & switch::PENDING != 0 && self.engine.running.load(Ordering::Acquire);
+        if !waiting {
+            *pending = None;
+            if self.driver_stalled.swap(false, Ordering::Relaxed) {
+                tracing::info!("the audio driver takes graph changes again");
+            }
+            return;
+        }
+        let gen = switch::generation(v);
+        let since = match *pending {
+            Some((g, t)) if g == gen => t,
+            _ => {
+                *pending = Some((gen, Instant::now()));
+                return;
+            }
+        };
+        if since.elapsed() >= super::publish::PUBLISH_WAIT
+            && !self.driver_stalled.swap(true, Ordering::Relaxed)
+        {
+            warn!(
+                "the audio driver did not take a graph change within {:?}: its thread is starved or stopped; changes are applied when it runs again",
+                super::publish::PUBLISH_WAIT
+            );
         }
     }
 
