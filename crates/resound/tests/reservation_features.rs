@@ -419,35 +419,9 @@ fn client_threads_get_reservations() {
 fn a_thread_of_another_process_is_refused() {
     let _serial = common::one_at_a_time();
     let srv = Srv::start(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
-    use resound_protocol::wire::{
-        self, Envelope, Hello, HelloKind, Reply, Request, ServerMsg, Welcome,
-    };
-    let sock = srv.dir.join(format!("{}.sock", srv.name));
-    let s = std::os::unix::net::UnixStream::connect(sock).unwrap();
-    let hello = Hello {
-        protocol: wire::PROTOCOL_VERSION,
-        kind: HelloKind::Client {
-            name: "liar".into(),
-            exact_name: true,
-        },
-    };
-    wire::write_frame(&mut &s, &hello).unwrap();
-    let (p, _fds) = wire::recv_frame_with_fds(&s, 1 << 20).unwrap();
-    assert!(matches!(
-        wire::decode::<Welcome>(&p).unwrap(),
-        Welcome::Client { .. }
-    ));
-    let mut rs = s.try_clone().unwrap();
-    let mut ask = |seq: u32, req: Request| {
-        wire::write_frame(&mut &s, &Envelope { seq, req }).unwrap();
-        loop {
-            if let ServerMsg::Reply { reply, .. } =
-                wire::decode(&wire::read_frame(&mut rs, 1 << 24).unwrap()).unwrap()
-            {
-                break reply;
-            }
-        }
-    };
+    use resound_protocol::wire::{Reply, Request};
+    let s = raw_client(&srv, "liar");
+    let ask = |_seq: u32, req: Request| call(&s, req);
     // The server's own main thread, and a thread of this test process (the
     // session's peer is this process, so that one is its own).
     for (seq, tid) in [(1, srv.pid() as i32), (2, -5), (3, 0)] {

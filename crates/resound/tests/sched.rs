@@ -133,43 +133,15 @@ fn every_graph_thread_is_reserved_while_active_and_released_after() {
 fn process_thread_of_another_process_is_refused() {
     let _serial = common::one_at_a_time();
     let srv = Srv::start(&["-d", "dummy", "-p", "256"]);
-    use resound_protocol::wire::{
-        self, Envelope, Hello, HelloKind, Reply, Request, ServerMsg, Welcome,
-    };
-    let sock = srv.dir.join(format!("{}.sock", srv.name));
-    let s = std::os::unix::net::UnixStream::connect(sock).unwrap();
-    let hello = Hello {
-        protocol: wire::PROTOCOL_VERSION,
-        kind: HelloKind::Client {
-            name: "liar".into(),
-            exact_name: true,
-        },
-    };
-    wire::write_frame(&mut &s, &hello).unwrap();
-    let (p, _fds) = wire::recv_frame_with_fds(&s, 1 << 20).unwrap();
-    assert!(matches!(
-        wire::decode::<Welcome>(&p).unwrap(),
-        Welcome::Client { .. }
-    ));
+    let s = raw_client(&srv, "liar");
     let server_tid = srv.pid() as i32; // a thread of another process
-    wire::write_frame(
-        &mut &s,
-        &Envelope {
-            seq: 1,
-            req: Request::Activate { tid: server_tid },
-        },
-    )
-    .unwrap();
-    let mut rs = s.try_clone().unwrap();
-    let reply = loop {
-        if let ServerMsg::Reply { reply, .. } =
-            wire::decode(&wire::read_frame(&mut rs, 1 << 24).unwrap()).unwrap()
-        {
-            break reply;
+    match call(
+        &s,
+        resound_protocol::wire::Request::Activate { tid: server_tid },
+    ) {
+        resound_protocol::wire::Reply::Err(e) => {
+            assert!(e.message.contains("does not belong"), "{e}")
         }
-    };
-    match reply {
-        Reply::Err(e) => assert!(e.message.contains("does not belong"), "{e}"),
         r => panic!("activation with a foreign TID accepted: {r:?}"),
     }
 }

@@ -9,10 +9,8 @@
 
 mod common;
 
-use common::{Srv, RESOUND, RESOUNDD, TOOL};
-use resound_protocol::wire::{
-    self, Envelope, ErrorCode, Hello, HelloKind, Reply, Request, ServerMsg, Welcome,
-};
+use common::{call, raw_client, Srv, RESOUND, RESOUNDD, TOOL};
+use resound_protocol::wire::{self, ErrorCode, Hello, HelloKind, Reply, Request, Welcome};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -209,36 +207,6 @@ fn socket_and_memfds_are_private() {
         let seals = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&f), libc::F_GET_SEALS) };
         let want = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
         assert_eq!(seals & want, want, "{fd}: seals {seals:#x}");
-    }
-}
-
-/// A raw client session from this process: Hello, Welcome (its fds dropped).
-fn raw_client(srv: &Srv, name: &str) -> UnixStream {
-    let s = UnixStream::connect(srv.dir.join(format!("{}.sock", srv.name))).unwrap();
-    let hello = Hello {
-        protocol: wire::PROTOCOL_VERSION,
-        kind: HelloKind::Client {
-            name: name.into(),
-            exact_name: true,
-        },
-    };
-    wire::send_frame(&s, &hello).unwrap();
-    let (payload, _fds) = wire::recv_frame_with_fds(&s, 1 << 20).unwrap();
-    match wire::decode::<Welcome>(&payload).unwrap() {
-        Welcome::Client { .. } => s,
-        other => panic!("not welcomed: {other:?}"),
-    }
-}
-
-/// Sends one request and returns its reply (skipping notifications).
-fn call(s: &UnixStream, req: Request) -> Reply {
-    wire::send_frame(s, &Envelope { seq: 7, req }).unwrap();
-    let mut rd = s.try_clone().unwrap();
-    loop {
-        let p = wire::read_frame(&mut rd, 1 << 20).unwrap();
-        if let ServerMsg::Reply { seq: 7, reply } = wire::decode::<ServerMsg>(&p).unwrap() {
-            return reply;
-        }
     }
 }
 

@@ -7,8 +7,9 @@
 use resound_client::prelude::*;
 use resound_client::{Client, ControlSession};
 use resound_lab::harness::{self, Bins, ChildOptions, Server, ServerSpec, StderrMode};
-use resound_protocol::wire::Status;
+use resound_protocol::wire::{self, Status};
 use serde_json::Value;
+use std::os::unix::net::UnixStream;
 use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -222,5 +223,39 @@ pub fn can_fifo() -> bool {
             libc::sched_setscheduler(0, libc::SCHED_OTHER, &p0);
         }
         ok
+    }
+}
+
+/// A raw client session from this process: Hello, Welcome (its fds
+/// dropped), for tests that send the server what libjack never would.
+pub fn raw_client(srv: &Srv, name: &str) -> UnixStream {
+    let s = UnixStream::connect(srv.dir.join(format!("{}.sock", srv.name))).unwrap();
+    let hello = wire::Hello {
+        protocol: wire::PROTOCOL_VERSION,
+        kind: wire::HelloKind::Client {
+            name: name.into(),
+            exact_name: true,
+        },
+    };
+    wire::send_frame(&s, &hello).unwrap();
+    let (payload, _fds) = wire::recv_frame_with_fds(&s, 1 << 20).unwrap();
+    match wire::decode::<wire::Welcome>(&payload).unwrap() {
+        wire::Welcome::Client { .. } => s,
+        other => panic!("not welcomed: {other:?}"),
+    }
+}
+
+/// Sends one request on a raw session and returns its reply (skipping
+/// notifications).
+pub fn call(s: &UnixStream, req: wire::Request) -> wire::Reply {
+    wire::send_frame(s, &wire::Envelope { seq: 7, req }).unwrap();
+    let mut rd = s.try_clone().unwrap();
+    loop {
+        let p = wire::read_frame(&mut rd, 1 << 20).unwrap();
+        if let wire::ServerMsg::Reply { seq: 7, reply } =
+            wire::decode::<wire::ServerMsg>(&p).unwrap()
+        {
+            return reply;
+        }
     }
 }
