@@ -28,7 +28,10 @@ pub const SIZE: (u32, u32) = (1200, 600);
 /// Any error while drawing, as text.
 pub type PlotError = String;
 
-fn font() {
+/// Registers the embedded DejaVu Sans as plotters' `sans-serif` (regular
+/// and bold), once per process: figures look the same on every machine,
+/// with no system fonts. Every figure of resound draws after calling it.
+pub fn font() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // DejaVu Sans is a valid TrueType font: registering it cannot fail.
@@ -65,8 +68,9 @@ pub struct Chart<'a> {
     pub marks: Vec<f64>,
 }
 
-fn color(i: usize) -> RGBColor {
-    // Distinct, readable colours (Tableau 10), then the 99-colour palette.
+/// The i-th curve colour: distinct, readable colours (Tableau 10), then
+/// plotters' 99-colour palette. Shared by every figure of resound.
+pub fn color(i: usize) -> RGBColor {
     const T10: [(u8, u8, u8); 10] = [
         (31, 119, 180),
         (255, 127, 14),

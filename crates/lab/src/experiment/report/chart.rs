@@ -9,7 +9,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::sync::Once;
+use resound_profiler::plots::{color, font};
 
 /// Size of one inset (pixels).
 pub const INSET: (u32, u32) = (560, 330);
@@ -56,41 +56,6 @@ pub struct Figure {
     pub columns: usize,
     /// The insets.
     pub insets: Vec<Inset>,
-}
-
-fn font() {
-    static ONCE: Once = Once::new();
-    ONCE.call_once(|| {
-        // DejaVu Sans is a valid TrueType font: registering it cannot fail.
-        let _ = plotters::style::register_font(
-            "sans-serif",
-            FontStyle::Normal,
-            dejavu::sans::regular(),
-        );
-    });
-}
-
-/// The i-th curve colour (Tableau 10, then plotters' 99-colour palette).
-fn color(i: usize) -> RGBColor {
-    const T10: [(u8, u8, u8); 10] = [
-        (31, 119, 180),
-        (255, 127, 14),
-        (44, 160, 44),
-        (214, 39, 40),
-        (148, 103, 189),
-        (140, 86, 75),
-        (227, 119, 194),
-        (127, 127, 127),
-        (188, 189, 34),
-        (23, 190, 207),
-    ];
-    match T10.get(i) {
-        Some(&(r, g, b)) => RGBColor(r, g, b),
-        None => {
-            let c = Palette99::pick(i).to_rgba();
-            RGBColor(c.0, c.1, c.2)
-        }
-    }
 }
 
 /// Keeps, for each of `buckets` equal x intervals, the point with the
