@@ -32,7 +32,6 @@
 
 use super::dispatch::need_client;
 use super::{Server, State};
-use resound_engine::Command;
 use resound_protocol::wire::{Reply, ReservationStatus, WireError};
 use resound_sched::{Controller, Policy, Reservation};
 use resound_shm::sync::Ordering;
@@ -44,9 +43,6 @@ pub(super) const TICK: Duration = Duration::from_millis(100);
 
 /// How many ticks the controller's percentile looks at (2 s).
 const WINDOW_TICKS: usize = 20;
-
-/// How long to wait for the driver thread's admission answer.
-const ANSWER_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// One client thread the server schedules.
 pub(super) struct ClientThread {
@@ -190,14 +186,7 @@ impl Server {
         tid: i32,
         bandwidth: f64,
     ) -> Result<resound_engine::ExternalVerdict, String> {
-        let ppm = (bandwidth * 1e6).ceil() as u64;
-        self.engine
-            .external
-            .request(ANSWER_TIMEOUT, |seq| {
-                let mut q = self.commands.lock().unwrap_or_else(|e| e.into_inner());
-                q.push(Command::External { tid, ppm, seq }).is_ok()
-            })
-            .ok_or_else(|| "the driver thread did not answer the admission request".to_string())
+        self.external_command(tid, bandwidth).map_err(|e| e.message)
     }
 
     /// Forgets a thread: releases its ledger entry; `reset` also puts a

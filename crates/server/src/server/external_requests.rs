@@ -91,7 +91,10 @@ impl Server {
         }
     }
 
-    fn external_command(
+    /// One ledger request for a thread outside the graph (a legacy
+    /// program's, or a client's own real-time thread) through the driver
+    /// thread, which owns the ledger; bandwidth 0 releases it.
+    pub(super) fn external_command(
         &self,
         tid: i32,
         bandwidth: f64,
