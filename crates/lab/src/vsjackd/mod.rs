@@ -132,6 +132,9 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                     kind.label()
                 );
                 let data = chain::run_once(&spec, &bins, &loadclient);
+                if let Some(e) = data.as_ref().ok().and_then(|d| d.trace_error.as_ref()) {
+                    eprint!(" (no driver trace: {e})");
+                }
                 let driver = data
                     .as_ref()
                     .map(|d| format!("{} {} ({})", d.driver.tid, d.driver.comm, d.driver.found_by))
@@ -139,8 +142,8 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 let metrics = data.map(|d| metrics::compute(&d));
                 match &metrics {
                     Ok(m) => eprintln!(
-                        " end of chain p50 {:.1} us, {} cycles, {} lost, {} xruns",
-                        m.eoc_p50, m.cycles, m.lost, m.xruns
+                        " driver wake -> end of chain p50 {:.1} us, c1 wake {:.1} us, {} cycles, {} lost, {} xruns",
+                        m.drv_eoc_p50, m.drv_wake_p50, m.cycles, m.lost, m.xruns
                     ),
                     Err(e) => eprintln!(" failed: {e}"),
                 }
