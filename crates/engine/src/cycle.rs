@@ -11,13 +11,7 @@
 //! 6. capture into the capture ports, publish the cycle's timer fields;
 //! 7. the transport state machine;
 //! 8. arm every active node's activation counter and trigger the driver's
-//!    downstream nodes (then 2b and 3, while the graph runs) — unless the
-//!    previous cycle's graph is still running: then, once, this cycle is
-//!    skipped (no trigger) so the late block reaches the end of the chain
-//!    instead of being cut off mid-chain by the re-arming (jackd2 also lets
-//!    an unfinished graph run on rather than restart it); a graph still not
-//!    done after the skipped cycle is restarted, so a stuck client cannot
-//!    stall the others;
+//!    downstream nodes (then 2b and 3, while the graph runs);
 //! 9. sync mode or freewheel: wait for the graph's end (bounded by the
 //!    next cycle's start; freewheeling, by a long bound or, for offline
 //!    rendering, until it is done), then playback.
@@ -53,17 +47,8 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         publish_timer(view, a);
         self.transport
             .cycle(view, &table, a.cycle, a.frames as u32, a.start);
-        let skip = self.skip_for_late_graph(view, judged, a.freewheel);
-        let armed = if skip {
-            None
-        } else {
-            arm_and_trigger(view, &table, a.cycle)
-        };
+        let armed = arm_and_trigger(view, &table, a.cycle);
         self.digest_prev(view, a, judged);
-        if skip {
-            // Nothing of this cycle to judge next time; the late one is judged.
-            self.prev = None;
-        }
         let Some((ends, seen)) = armed else {
             return;
         };
@@ -85,22 +70,6 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         judge_all(view, view.table(pidx), pcycle, &mut verdicts);
         self.verdicts = verdicts;
         Some(pcycle)
-    }
-
-    /// Whether to skip this cycle's trigger: the previous cycle's graph is
-    /// still running (its end count is not zero) and the cycle before was
-    /// not skipped already. Never while freewheeling. Real-time safe.
-    fn skip_for_late_graph(&mut self, view: &View, judged: Option<u64>, freewheel: bool) -> bool {
-        let running = match (judged, view.record(0)) {
-            (Some(pcycle), Some(me)) if !freewheel => {
-                let c = me.counter.load(Ordering::Acquire);
-                activation::tag(c) == pcycle as u32 && activation::count(c) != 0
-            }
-            _ => false,
-        };
-        let skip = running && !self.skipped;
-        self.skipped = skip;
-        skip
     }
 
     /// Steps 2b and 3, after the trigger: the judged cycle's consumers, then

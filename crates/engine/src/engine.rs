@@ -87,9 +87,6 @@ pub struct Engine<D: Driver, C: Clock> {
     pub(crate) profile: Option<Arc<ProfileSegment>>,
     /// The driver's own figures of the previous cycle, for its profile record.
     pub(crate) last: CycleData,
-    /// The previous cycle's trigger was skipped (its predecessor's graph was
-    /// still running; see [`crate::cycle`]).
-    pub(crate) skipped: bool,
     /// Look-back verdicts of the previous cycle (capacity: every slot; never grows).
     pub(crate) verdicts: Vec<Verdict>,
     /// Frame time of the next cycle.
@@ -140,7 +137,6 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             frame_time: 0,
             was_freewheeling: false,
             cpu_mark: 0,
-            skipped: false,
             view,
         }
     }

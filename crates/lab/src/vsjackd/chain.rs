@@ -1,7 +1,8 @@
 //! One run of the chain on one server: start the server (Debian's jackd2 or
 //! a `resoundd` under a unique name), start the `loadclient` chain
 //! capture → c1 → … → cN → playback, sample the driver thread's schedstat
-//! around the measured window, stop the clients (they write their records)
+//! around the measured window and trace the server's sleeps over it (the
+//! driver's real wake-ups, on a tracer thread of its own), stop the clients (they write their records)
 //! and the server, and read the records back. Also compiles `loadclient.c`.
 //! Runs on the bench's main thread.
 

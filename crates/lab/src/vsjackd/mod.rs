@@ -7,8 +7,11 @@
 //! client ([`chain`], `crates/lab/c/loadclient.c`, linked with `-ljack`: the
 //! distribution's libjack on jackd2, resound's libjack.so.0 on resound)
 //! capture → c1 → … → cN → playback, lets it settle, measures a window, and
-//! reads the clients' per-cycle records ([`records`]) and the driver
-//! thread's schedstat ([`schedstat`]) into one run's numbers ([`metrics`]).
+//! reads the clients' per-cycle records ([`records`]), the driver
+//! thread's schedstat ([`schedstat`]) and its wake-ups, traced by the
+//! kernel alike on both servers (the experiment tool's
+//! [`DriverTrace`](crate::experiment::run::jackd_cycles::DriverTrace)),
+//! into one run's numbers ([`metrics`]).
 //! Prints a table per load with each server's median over runs and resound
 //! ÷ jackd2 with its spread, and writes `runs.csv`, `runs.json` and
 //! `table.txt` ([`report`]). Runs on the command's main thread; the clients
