@@ -1,15 +1,17 @@
 //! One audio cycle, as a short sequence of named steps:
 //!
 //! 1. (before: the driver's wait, in [`crate::engine`]);
-//! 2. look back at the previous cycle: one [`Verdict`] per active node, then
-//!    xrun events, profile record, DSP load (`look_back`);
-//! 3. the reservation controllers on the verdicts;
+//! 2. look back at the previous cycle: a. one [`Verdict`] per active node
+//!    (`judge_prev`, a copy of its record, which the arming overwrites);
+//!    b. after the trigger (step 8): xrun events, profile record, DSP load
+//!    (`look_back`);
+//! 3. after the trigger too: the reservation controllers on the verdicts;
 //! 4. async mode: the previous cycle's playback goes to the driver;
 //! 5. switch to the pending graph table if any (one CAS);
 //! 6. capture into the capture ports, publish the cycle's timer fields;
 //! 7. the transport state machine;
 //! 8. arm every active node's activation counter and trigger the driver's
-//!    downstream nodes;
+//!    downstream nodes (then 2b and 3, while the graph runs);
 //! 9. sync mode or freewheel: wait for the graph's end (bounded by the
 //!    next cycle's start; freewheeling, by a long bound or, for offline
 //!    rendering, until it is done), then playback.
@@ -29,9 +31,14 @@ use resound_shm::{client_state, NodeStatus, Table, Timer, View};
 
 impl<D: Driver, C: Clock> Engine<D, C> {
     /// One cycle. Real-time safe.
+    ///
+    /// Only what the graph needs comes before it is triggered: the previous
+    /// cycle's verdicts, its async playback, the graph switch, capture,
+    /// timer and transport. The rest of the look-back (xrun events, the
+    /// profile record, the DSP load) and the reservation controllers run
+    /// after the trigger, while the clients run.
     pub(crate) fn cycle(&mut self, view: &View, a: CycleArgs) {
-        let prev_cycle = self.look_back_prev(view, a);
-        self.run_controllers(view, prev_cycle);
+        let judged = self.judge_prev(view);
         if !self.sync {
             self.async_playback(view, a.frames);
         }
@@ -40,7 +47,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         publish_timer(view, a);
         self.transport
             .cycle(view, &table, a.cycle, a.frames as u32, a.start);
-        let Some((ends, seen)) = arm_and_trigger(view, &table, a.cycle) else {
+        let armed = arm_and_trigger(view, &table, a.cycle);
+        self.digest_prev(view, a, judged);
+        let Some((ends, seen)) = armed else {
             return;
         };
         self.prev = Some((cur, a.cycle));
@@ -50,28 +59,37 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         }
     }
 
-    /// Step 2 on the previous cycle, if any; returns its number (0 before the
-    /// first). Real-time safe.
-    fn look_back_prev(&mut self, view: &View, a: CycleArgs) -> u64 {
+    /// Step 2a: the previous cycle's verdicts (cleared before the first);
+    /// returns its number. Real-time safe.
+    fn judge_prev(&mut self, view: &View) -> Option<u64> {
         let Some((pidx, pcycle)) = self.prev else {
             self.verdicts.clear();
-            self.prev_start = (a.start, a.next - a.start);
-            return 0;
+            return None;
         };
-        if self.look_back(view, view.table(pidx), pcycle) {
-            view.header()
-                .xrun_delayed_us
-                .store((a.delay_ns / 1000) as u32, Ordering::Relaxed);
-        }
-        self.prev_start = (a.start, a.next - a.start);
-        pcycle
+        let mut verdicts = std::mem::take(&mut self.verdicts);
+        judge_all(view, view.table(pidx), pcycle, &mut verdicts);
+        self.verdicts = verdicts;
+        Some(pcycle)
     }
 
-    /// Judges the previous cycle and hands the verdicts to every consumer;
-    /// returns whether it had an xrun. Real-time safe.
-    pub(crate) fn look_back(&mut self, view: &View, table: Table<'_>, cycle: u64) -> bool {
-        let mut verdicts = std::mem::take(&mut self.verdicts);
-        judge_all(view, table, cycle, &mut verdicts);
+    /// Steps 2b and 3, after the trigger: the judged cycle's consumers, then
+    /// the controllers. Real-time safe.
+    fn digest_prev(&mut self, view: &View, a: CycleArgs, judged: Option<u64>) {
+        if let Some(pcycle) = judged {
+            if self.look_back(view, pcycle) {
+                view.header()
+                    .xrun_delayed_us
+                    .store((a.delay_ns / 1000) as u32, Ordering::Relaxed);
+            }
+        }
+        self.prev_start = (a.start, a.next - a.start);
+        self.run_controllers(view, judged.unwrap_or(0));
+    }
+
+    /// Hands the judged cycle's verdicts to every consumer; returns whether
+    /// it had an xrun. Real-time safe.
+    pub(crate) fn look_back(&mut self, view: &View, cycle: u64) -> bool {
+        let verdicts = std::mem::take(&mut self.verdicts);
         let any_late = self.report_late(&verdicts);
         if any_late {
             view.header().xruns.fetch_add(1, Ordering::Relaxed);

@@ -93,6 +93,11 @@ pub struct Engine<D: Driver, C: Clock> {
     frame_time: u64,
     /// The previous cycle was freewheeling.
     was_freewheeling: bool,
+    /// The thread's CPU time at the end of the previous cycle: a cycle's
+    /// CPU is the difference to the next end, one clock read per cycle and
+    /// none before the graph is triggered (it includes the driver's own
+    /// wait and wake-up, which its reservation pays for too).
+    cpu_mark: u64,
 }
 
 fn channels(ports: Vec<u32>) -> Vec<(u32, usize)> {
@@ -131,6 +136,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             verdicts: Vec::with_capacity(caps.max_clients as usize),
             frame_time: 0,
             was_freewheeling: false,
+            cpu_mark: 0,
             view,
         }
     }
@@ -152,6 +158,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         let events = &mut self.events;
         let sched = self.res.start_driver(0, &mut |e| events.push(e));
         *self.shared.sched.lock().unwrap_or_else(|e| e.into_inner()) = sched;
+        self.cpu_mark = self.clock.thread_cpu_ns();
         let max_frames = self.mix.len();
         let started = self
             .driver
@@ -214,7 +221,6 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         if self.driver.take_resumed() {
             self.emit(RtEvent::DriverResumed { cycle });
         }
-        let cpu0 = self.clock.thread_cpu_ns();
         let flags = self.check_wake(cycle, &wake, frames, freewheel);
         let args = CycleArgs {
             cycle,
@@ -226,7 +232,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             delay_ns: wake.delay_ns,
         };
         assert_no_alloc::assert_no_alloc(|| self.cycle(view, args));
-        let cpu = self.clock.thread_cpu_ns().saturating_sub(cpu0);
+        let cpu_now = self.clock.thread_cpu_ns();
+        let cpu = cpu_now.saturating_sub(self.cpu_mark);
+        self.cpu_mark = cpu_now;
         self.record_driver(view, &args, wake.awake_ns, cpu, flags);
         self.frame_time += frames as u64;
         let lost = self.events.take_lost();

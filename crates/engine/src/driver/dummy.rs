@@ -25,6 +25,11 @@ pub struct DummyDriver {
     captured: Vec<Vec<f32>>,
     /// Cycle starts on the clock.
     pacer: Pacer,
+    /// The most frames ever written to a channel: beyond them every buffer
+    /// is still silent, so the boundary clears only this many (not the
+    /// whole `max_frames`, tens of kilobytes per cycle before the graph is
+    /// woken).
+    dirty: usize,
 }
 
 impl DummyDriver {
@@ -37,6 +42,7 @@ impl DummyDriver {
             playing: ch(),
             captured: ch(),
             pacer: Pacer::default(),
+            dirty: 0,
         }
     }
 
@@ -47,8 +53,9 @@ impl DummyDriver {
             std::mem::swap(&mut self.captured, &mut self.playing);
             std::mem::swap(&mut self.playing, &mut self.out);
         }
+        let dirty = self.dirty;
         for b in &mut self.out {
-            b.fill(0.0);
+            b[..dirty].fill(0.0);
         }
     }
 }
@@ -84,6 +91,7 @@ impl Driver for DummyDriver {
     fn playback(&mut self, channel: usize, src: &[f32]) {
         if let Some(o) = self.out.get_mut(channel) {
             o[..src.len()].copy_from_slice(src);
+            self.dirty = self.dirty.max(src.len());
         }
     }
 
@@ -95,5 +103,28 @@ impl Driver for DummyDriver {
     /// Nothing to recover (the dummy never faults). Real-time safe.
     fn recover(&mut self, _fault: Fault) -> Result<(), Fault> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_returns_playback_and_then_silence() {
+        let mut d = DummyDriver::new(1, 64, true);
+        d.playback(0, &[1.0; 8]);
+        d.boundary();
+        d.boundary();
+        let mut got = [0.5f32; 16];
+        d.capture(0, &mut got);
+        assert_eq!(&got[..8], &[1.0; 8]);
+        assert_eq!(&got[8..], &[0.0; 8]);
+        // Nothing written since: every buffer comes round cleared.
+        for _ in 0..3 {
+            d.boundary();
+            d.capture(0, &mut got);
+            assert_eq!(got, [0.0; 16]);
+        }
     }
 }

@@ -1,12 +1,14 @@
 //! One run of the chain on one server: start the server (Debian's jackd2 or
 //! a `resoundd` under a unique name), start the `loadclient` chain
 //! capture → c1 → … → cN → playback, sample the driver thread's schedstat
-//! around the measured window, stop the clients (they write their records)
+//! around the measured window and trace the server's sleeps over it (the
+//! driver's real wake-ups, on a tracer thread of its own), stop the clients (they write their records)
 //! and the server, and read the records back. Also compiles `loadclient.c`.
 //! Runs on the bench's main thread.
 
 use super::records::{read_client_csv, ClientRecords};
 use super::schedstat::{driver_thread, thread_cpu_ns, DriverThread};
+use crate::experiment::run::jackd_cycles::{driver_cycles, DriverCycle, DriverTrace};
 use crate::harness::{
     dummy_driver_args, Bins, Child, ChildOptions, Jackd, Server, ServerSpec, StderrMode,
 };
@@ -91,6 +93,12 @@ pub struct RunData {
     pub driver: DriverThread,
     /// Driver thread CPU time over the window (ns).
     pub driver_cpu_ns: u64,
+    /// The driver thread's real wake-ups over the window, traced by the
+    /// kernel the same way on both servers (returns from its
+    /// `clock_nanosleep`/`nanosleep`); empty if the trace failed.
+    pub driver_wakes: Vec<DriverCycle>,
+    /// Why there is no trace (None: traced).
+    pub trace_error: Option<String>,
 }
 
 /// A started server of either kind.
@@ -233,12 +241,18 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     }
     std::thread::sleep(spec.warmup);
     let driver = driver_thread(server.pid(), spec.kind == Kind::Jackd)?;
+    let trace = DriverTrace::start(server.pid(), spec.window + Duration::from_secs(5));
     let (cpu0, t0) = (thread_cpu_ns(server.pid(), driver.tid)?, now_ns());
     let started = Instant::now();
     while started.elapsed() < spec.window {
         std::thread::sleep(Duration::from_millis(50));
     }
     let (cpu1, t1) = (thread_cpu_ns(server.pid(), driver.tid)?, now_ns());
+    let period_ns = u64::from(spec.frames) * 1_000_000_000 / u64::from(spec.rate.max(1));
+    let (driver_wakes, trace_error) = match trace.and_then(DriverTrace::finish) {
+        Ok(t) => (driver_cycles(&t, period_ns), None),
+        Err(e) => (Vec::new(), Some(e)),
+    };
     // Last first, so no client waits on a stopped upstream for long.
     for c in clients.iter_mut().rev() {
         c.stop_and_report("done", Duration::from_secs(10))?;
@@ -253,6 +267,8 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
         window_ns: (t0, t1),
         driver,
         driver_cpu_ns: cpu1.saturating_sub(cpu0),
+        driver_wakes,
+        trace_error,
     })
 }
 

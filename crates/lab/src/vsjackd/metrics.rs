@@ -37,7 +37,20 @@ pub struct RunMetrics {
     pub xruns: u64,
     /// Driver thread CPU per cycle (schedstat difference ÷ cycles).
     pub driver_cpu: f64,
+    /// Traced driver wake-up → first client's return from
+    /// `jack_cycle_wait`, median: measured alike on both servers (the
+    /// kernel tracer's return from the driver's sleep, the last one before
+    /// the first client's wake-up). NaN without a trace.
+    pub drv_wake_p50: f64,
+    /// Traced driver wake-up → last client's return, median.
+    pub drv_eoc_p50: f64,
+    /// Traced driver wake-up → last client's return, 99th percentile.
+    pub drv_eoc_p99: f64,
 }
+
+/// A first client's wake-up more than this after the last traced driver
+/// wake-up is not joined to it (the trace missed that cycle's wake-up).
+const PERIOD_BOUND_NS: u64 = 20_000_000;
 
 /// Nearest-rank percentile `p` (0–100) of `v` (sorted here), in µs from ns.
 fn pct(v: &mut [i64], p: f64) -> f64 {
@@ -71,9 +84,21 @@ pub fn compute(d: &RunData) -> RunMetrics {
     let maps: Vec<HashMap<u64, &Rec>> = d.clients.iter().map(|c| c.by_stamp()).collect();
     let (mut eoc, mut first_wake, mut hops) = (Vec::new(), Vec::new(), Vec::new());
     let (mut wake_cpu, mut signal, mut stamp) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut drv_wake, mut drv_eoc) = (Vec::new(), Vec::new());
+    let drv: Vec<u64> = d.driver_wakes.iter().map(|c| c.wake_ns).collect();
     let mut lost = 0;
     for r1 in &firsts {
         first_wake.push(diff(r1.wake, r1.start));
+        // The driver's wake-up that began this cycle: the last one before
+        // the first client woke, if within a period of it.
+        let i = drv.partition_point(|&w| w <= r1.wake);
+        let dw = i
+            .checked_sub(1)
+            .map(|i| drv[i])
+            .filter(|&w| r1.wake - w < PERIOD_BOUND_NS);
+        if let Some(w) = dw {
+            drv_wake.push(diff(r1.wake, w));
+        }
         let chain: Vec<Option<&Rec>> = maps.iter().map(|m| m.get(&r1.wake).copied()).collect();
         for (a, b) in chain.iter().zip(chain.iter().skip(1)) {
             if let (Some(a), Some(b)) = (a, b) {
@@ -88,6 +113,9 @@ pub fn compute(d: &RunData) -> RunMetrics {
             Some(rl) => {
                 eoc.push(diff(rl.ret, r1.start));
                 stamp.push(diff(rl.ret, r1.wake));
+                if let Some(w) = dw {
+                    drv_eoc.push(diff(rl.ret, w));
+                }
             }
             None => lost += 1,
         }
@@ -116,6 +144,9 @@ pub fn compute(d: &RunData) -> RunMetrics {
         } else {
             d.driver_cpu_ns as f64 / cycles as f64 / 1000.0
         },
+        drv_wake_p50: pct(&mut drv_wake, 50.0),
+        drv_eoc_p50: pct(&mut drv_eoc, 50.0),
+        drv_eoc_p99: pct(&mut drv_eoc, 99.0),
     }
 }
 
@@ -153,11 +184,28 @@ const fn count(key: &'static str, label: &'static str, get: fn(&RunMetrics) -> f
 
 /// Every metric, in table order.
 pub const METRICS: &[Metric] = &[
-    time("eoc_p50_us", "end of chain p50 (us)", |m| m.eoc_p50),
-    time("eoc_p99_us", "end of chain p99 (us)", |m| m.eoc_p99),
+    time(
+        "drv_eoc_p50_us",
+        "driver wake -> end of chain p50 (us)",
+        |m| m.drv_eoc_p50,
+    ),
+    time(
+        "drv_eoc_p99_us",
+        "driver wake -> end of chain p99 (us)",
+        |m| m.drv_eoc_p99,
+    ),
+    time("drv_wake_p50_us", "driver wake -> c1 wake p50 (us)", |m| {
+        m.drv_wake_p50
+    }),
+    time("eoc_p50_us", "reported start -> end p50 (us)", |m| {
+        m.eoc_p50
+    }),
+    time("eoc_p99_us", "reported start -> end p99 (us)", |m| {
+        m.eoc_p99
+    }),
     time(
         "first_wake_p50_us",
-        "cycle start -> c1 wake p50 (us)",
+        "reported start -> c1 wake p50 (us)",
         |m| m.first_wake_p50,
     ),
     time("hop_p50_us", "hop return -> wake p50 (us)", |m| m.hop_p50),
@@ -202,6 +250,7 @@ mod tests {
     use super::super::records::ClientRecords;
     use super::super::schedstat::DriverThread;
     use super::*;
+    use crate::experiment::run::jackd_cycles::DriverCycle;
 
     fn rec(start: u64, wake: u64, ret: u64, stamp: u64, lost: bool) -> Rec {
         Rec {
@@ -250,6 +299,13 @@ mod tests {
                 found_by: "test",
             },
             driver_cpu_ns: 40_000,
+            driver_wakes: (0..4)
+                .map(|i| DriverCycle {
+                    wake_ns: i * p + 20_000,
+                    end_ns: None,
+                })
+                .collect(),
+            trace_error: None,
         };
         let m = compute(&d);
         assert_eq!(m.cycles, 4);
@@ -263,6 +319,9 @@ mod tests {
         assert_eq!(m.stamp_p50, 40.0);
         assert_eq!(m.driver_cpu, 10.0);
         assert_eq!(m.signal_p50, 1.0);
+        assert_eq!(m.drv_wake_p50, 30.0, "traced wake-up -> c1 wake");
+        assert_eq!(m.drv_eoc_p50, 70.0);
+        assert_eq!(m.drv_eoc_p99, 80.0);
     }
 
     #[test]

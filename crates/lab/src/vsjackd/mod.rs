@@ -7,8 +7,11 @@
 //! client ([`chain`], `crates/lab/c/loadclient.c`, linked with `-ljack`: the
 //! distribution's libjack on jackd2, resound's libjack.so.0 on resound)
 //! capture → c1 → … → cN → playback, lets it settle, measures a window, and
-//! reads the clients' per-cycle records ([`records`]) and the driver
-//! thread's schedstat ([`schedstat`]) into one run's numbers ([`metrics`]).
+//! reads the clients' per-cycle records ([`records`]), the driver
+//! thread's schedstat ([`schedstat`]) and its wake-ups, traced by the
+//! kernel alike on both servers (the experiment tool's
+//! [`DriverTrace`](crate::experiment::run::jackd_cycles::DriverTrace)),
+//! into one run's numbers ([`metrics`]).
 //! Prints a table per load with each server's median over runs and resound
 //! ÷ jackd2 with its spread, and writes `runs.csv`, `runs.json` and
 //! `table.txt` ([`report`]). Runs on the command's main thread; the clients
@@ -132,6 +135,9 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                     kind.label()
                 );
                 let data = chain::run_once(&spec, &bins, &loadclient);
+                if let Some(e) = data.as_ref().ok().and_then(|d| d.trace_error.as_ref()) {
+                    eprint!(" (no driver trace: {e})");
+                }
                 let driver = data
                     .as_ref()
                     .map(|d| format!("{} {} ({})", d.driver.tid, d.driver.comm, d.driver.found_by))
@@ -139,8 +145,8 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 let metrics = data.map(|d| metrics::compute(&d));
                 match &metrics {
                     Ok(m) => eprintln!(
-                        " end of chain p50 {:.1} us, {} cycles, {} lost, {} xruns",
-                        m.eoc_p50, m.cycles, m.lost, m.xruns
+                        " driver wake -> end of chain p50 {:.1} us, c1 wake {:.1} us, {} cycles, {} lost, {} xruns",
+                        m.drv_eoc_p50, m.drv_wake_p50, m.cycles, m.lost, m.xruns
                     ),
                     Err(e) => eprintln!(" failed: {e}"),
                 }

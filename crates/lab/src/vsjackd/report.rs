@@ -205,7 +205,7 @@ mod tests {
             "1.05 [0.90-1.20]"
         );
         let t = table(&rs, 1.0, &[Kind::Jackd, Kind::Fifo], "head");
-        assert!(t.contains("end of chain p50 (us)"));
+        assert!(t.contains("reported start -> end p50 (us)"));
         assert!(t.contains("150.0"), "{t}");
         assert_eq!(csv(&rs).lines().count(), 5);
     }
