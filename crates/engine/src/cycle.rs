@@ -3,15 +3,14 @@
 //! 1. (before: the driver's wait, in [`crate::engine`]);
 //! 2. look back at the previous cycle: a. one [`Verdict`] per active node
 //!    (`judge_prev`, a copy of its record, which the arming overwrites);
-//!    b. after the trigger (step 8): xrun events, profile record, DSP load
-//!    (`look_back`);
-//! 3. after the trigger too: the reservation controllers on the verdicts;
+//!    b. xrun events, profile record, DSP load (`look_back`);
+//! 3. the reservation controllers on the verdicts;
 //! 4. async mode: the previous cycle's playback goes to the driver;
 //! 5. switch to the pending graph table if any (one CAS);
 //! 6. capture into the capture ports, publish the cycle's timer fields;
 //! 7. the transport state machine;
 //! 8. arm every active node's activation counter and trigger the driver's
-//!    downstream nodes (then 2b and 3, while the graph runs);
+//!    downstream nodes;
 //! 9. sync mode or freewheel: wait for the graph's end (bounded by the
 //!    next cycle's start; freewheeling, by a long bound or, for offline
 //!    rendering, until it is done), then playback.
@@ -32,13 +31,16 @@ use resound_shm::{client_state, NodeStatus, Table, Timer, View};
 impl<D: Driver, C: Clock> Engine<D, C> {
     /// One cycle. Real-time safe.
     ///
-    /// Only what the graph needs comes before it is triggered: the previous
-    /// cycle's verdicts, its async playback, the graph switch, capture,
-    /// timer and transport. The rest of the look-back (xrun events, the
-    /// profile record, the DSP load) and the reservation controllers run
-    /// after the trigger, while the clients run.
+    /// The whole look-back and the controllers run before the graph is
+    /// triggered. Running them after the trigger, while the clients run,
+    /// woke the first client a little earlier but lost more blocks on this
+    /// 2-CPU machine (the driver's bookkeeping competes with the chain for
+    /// a CPU): 1586 lost blocks against 806 over the same 4 alternated
+    /// `resound bench jackd --load 1` runs, and more lost chain cycles in
+    /// two-minute soaks; see docs/architecture.md.
     pub(crate) fn cycle(&mut self, view: &View, a: CycleArgs) {
         let judged = self.judge_prev(view);
+        self.digest_prev(view, a, judged);
         if !self.sync {
             self.async_playback(view, a.frames);
         }
@@ -47,9 +49,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         publish_timer(view, a);
         self.transport
             .cycle(view, &table, a.cycle, a.frames as u32, a.start);
-        let armed = arm_and_trigger(view, &table, a.cycle);
-        self.digest_prev(view, a, judged);
-        let Some((ends, seen)) = armed else {
+        let Some((ends, seen)) = arm_and_trigger(view, &table, a.cycle) else {
             return;
         };
         self.prev = Some((cur, a.cycle));
@@ -72,8 +72,8 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         Some(pcycle)
     }
 
-    /// Steps 2b and 3, after the trigger: the judged cycle's consumers, then
-    /// the controllers. Real-time safe.
+    /// Steps 2b and 3: the judged cycle's consumers, then the controllers.
+    /// Real-time safe.
     fn digest_prev(&mut self, view: &View, a: CycleArgs, judged: Option<u64>) {
         if let Some(pcycle) = judged {
             if self.look_back(view, pcycle) {
