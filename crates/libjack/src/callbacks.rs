@@ -26,7 +26,9 @@ impl<F: Copy> Default for Cb<F> {
 // SAFETY: a C function pointer and an opaque argument the application gave
 // us to call from our threads, as JACK does.
 unsafe impl<F: Copy> Send for Cb<F> {}
-// SAFETY: as above.
+// SAFETY: a shared `Cb` is only read (a copy of the function pointer and
+// argument); calling it from several threads is what the application
+// agreed to when it registered a JACK callback.
 unsafe impl<F: Copy> Sync for Cb<F> {}
 
 /// Callbacks set while the client is inactive (jackd refuses changes while active).

@@ -78,7 +78,9 @@ impl Drop for LjClient {
         free(self.sync.swap(std::ptr::null_mut(), Ordering::AcqRel));
         let t = self.timebase.swap(std::ptr::null_mut(), Ordering::AcqRel);
         if !t.is_null() {
-            // SAFETY: as above.
+            // SAFETY: created by Box::into_raw in set_timebase and swapped
+            // out here, so owned by nobody else; the process thread that
+            // called it has been joined (close deactivates first).
             drop(unsafe { Box::from_raw(t) });
         }
         for r in self
@@ -89,7 +91,9 @@ impl Drop for LjClient {
         {
             match r {
                 RetiredCb::Sync(p) => free(p),
-                // SAFETY: as above.
+                // SAFETY: a timebase callback replaced earlier: created by
+                // Box::into_raw, kept here until no thread can call it (the
+                // process thread is joined), freed exactly once.
                 RetiredCb::Timebase(p) => drop(unsafe { Box::from_raw(p) }),
             }
         }

@@ -40,7 +40,8 @@ pub struct LjPort {
 // SAFETY: `client` points to the LjClient that owns this port handle and
 // outlives it; the handle is otherwise plain data and atomics.
 unsafe impl Send for LjPort {}
-// SAFETY: as above.
+// SAFETY: shared references only read `id` and the LjClient (itself Sync)
+// through `client`, which outlives the handle; `tied` is an atomic.
 unsafe impl Sync for LjPort {}
 
 impl LjPort {

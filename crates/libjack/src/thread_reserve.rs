@@ -95,7 +95,8 @@ fn tid_of(thread: libc::pthread_t) -> Option<i32> {
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .iter()
-        // SAFETY: as above.
+        // SAFETY: pthread_equal compares two thread handles by value and
+        // has no preconditions.
         .find(|&&(t, _)| unsafe { libc::pthread_equal(t, thread) } != 0)
         .map(|&(_, tid)| tid)
 }

@@ -210,7 +210,8 @@ impl Ring {
         // SAFETY: the metadata page is mapped for the ring's lifetime; the
         // kernel writes data_head, we write data_tail (u64, aligned).
         let head_ptr = unsafe { self.base.add(DATA_HEAD) } as *const u64;
-        // SAFETY: as above.
+        // SAFETY: DATA_TAIL is inside the same metadata page, mapped for
+        // the ring's lifetime; only this reader writes data_tail.
         let tail_ptr = unsafe { self.base.add(DATA_TAIL) } as *mut u64;
         // SAFETY: aligned reads of mapped memory the kernel updates.
         let head = unsafe { std::ptr::read_volatile(head_ptr) };
