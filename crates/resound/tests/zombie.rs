@@ -150,8 +150,8 @@ fn hung_client_is_evicted_and_may_come_back(args: &[&str]) {
         "the client library knows it is not active"
     );
 
-    // Its downstream runs every cycle, on silence, with no new xruns (once
-    // the cycles that were running when it was evicted are checked).
+    // Its downstream runs every cycle, on silence, on time (once the cycles
+    // that were running when it was evicted are checked).
     std::thread::sleep(Duration::from_millis(100));
     let st = srv.status();
     let x0 = client_status(&st, "after").xruns;
@@ -169,10 +169,13 @@ fn hung_client_is_evicted_and_may_come_back(args: &[&str]) {
         0,
         "after hears silence from the evicted client"
     );
-    assert_eq!(
-        client_status(&st, "after").xruns,
-        x0,
-        "no xruns after eviction"
+    // Before the eviction `after` was late in every cycle (about 190 a
+    // second); after it, it is on time. A machine stall of a few ms (they
+    // happen on these shared 2-CPU machines) may still make it late once.
+    let late_after = client_status(&st, "after").xruns - x0;
+    assert!(
+        late_after <= 2,
+        "{late_after} xruns of `after` in the second after the eviction, of {cycles} cycles"
     );
     assert!(srv.alive(), "the server runs");
 
