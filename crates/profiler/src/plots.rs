@@ -104,6 +104,15 @@ fn bounds(ch: &Chart<'_>) -> ((f64, f64), (f64, f64)) {
     if let Some((_, r)) = ch.reference {
         ys.1 = ys.1.max(r);
     }
+    let (xs, ys) = drawable_ranges(xs, ys);
+    (xs, (ys.0, ys.1 * 1.08))
+}
+
+/// Axis ranges plotters can draw from the min/max a figure collected
+/// (infinite when it had no points; equal when all points were): an empty
+/// x range becomes 0..1, an empty y range ends at 1, a zero-width range is
+/// widened by one. Shared by every figure of resound.
+pub fn drawable_ranges(mut xs: (f64, f64), mut ys: (f64, f64)) -> ((f64, f64), (f64, f64)) {
     if !xs.0.is_finite() {
         xs = (0.0, 1.0);
     }
@@ -116,7 +125,7 @@ fn bounds(ch: &Chart<'_>) -> ((f64, f64), (f64, f64)) {
     if ys.1 <= ys.0 {
         ys.1 = ys.0 + 1.0;
     }
-    (xs, (ys.0, ys.1 * 1.08))
+    (xs, ys)
 }
 
 /// Draws one chart into an area.

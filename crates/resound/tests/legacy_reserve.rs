@@ -13,18 +13,6 @@ use std::time::{Duration, Instant};
 
 const PERIOD_NS: u64 = 40_000_000;
 
-fn deadline_or_skip(test: &str) -> bool {
-    if resound_sched::deadline_permitted() {
-        true
-    } else {
-        println!("SKIP {test}: SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)");
-        eprintln!(
-            "SKIP {test}: SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)"
-        );
-        false
-    }
-}
-
 fn opts() -> ChildOptions {
     ChildOptions {
         stderr: StderrMode::Keep {

@@ -13,17 +13,6 @@ use resound_sched::Policy;
 use std::path::PathBuf;
 use std::time::Duration;
 
-fn deadline_or_skip(test: &str) -> bool {
-    if resound_sched::deadline_permitted() {
-        true
-    } else {
-        eprintln!(
-            "SKIP {test}: SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)"
-        );
-        false
-    }
-}
-
 fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
     st.reservations.iter().find(|r| r.name == name)
 }

@@ -259,3 +259,16 @@ pub fn call(s: &UnixStream, req: wire::Request) -> wire::Reply {
         }
     }
 }
+
+/// True when this process may use SCHED_DEADLINE; otherwise prints `SKIP
+/// test: why` (on stdout and stderr, so it shows with and without
+/// `--nocapture`) and returns false.
+pub fn deadline_or_skip(test: &str) -> bool {
+    if resound_sched::deadline_permitted() {
+        return true;
+    }
+    let why = "SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)";
+    println!("SKIP {test}: {why}");
+    eprintln!("SKIP {test}: {why}");
+    false
+}

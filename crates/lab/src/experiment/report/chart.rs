@@ -9,7 +9,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use resound_profiler::plots::{color, font};
+use resound_profiler::plots::{color, drawable_ranges, font};
 
 /// Size of one inset (pixels).
 pub const INSET: (u32, u32) = (560, 330);
@@ -104,18 +104,7 @@ fn bounds(inset: &Inset) -> ((f64, f64), (f64, f64)) {
     for (_, y) in &inset.hlines {
         ys = (ys.0.min(*y), ys.1.max(*y));
     }
-    if !xs.0.is_finite() {
-        xs = (0.0, 1.0);
-    }
-    if !ys.1.is_finite() {
-        ys.1 = 1.0;
-    }
-    if xs.1 <= xs.0 {
-        xs.1 = xs.0 + 1.0;
-    }
-    if ys.1 <= ys.0 {
-        ys.1 = ys.0 + 1.0;
-    }
+    let (xs, ys) = drawable_ranges(xs, ys);
     let pad = (ys.1 - ys.0) * 0.1;
     let y0 = if ys.0 < 0.0 { ys.0 - pad } else { ys.0 };
     (xs, (y0, ys.1 + pad))
