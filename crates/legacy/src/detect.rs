@@ -71,6 +71,12 @@ pub struct Params {
     /// Below this confidence → not periodic (an addition to the paper: with
     /// its K = 2.5 alone, random instants often show a peak).
     pub min_confidence: f64,
+    /// Fewer than this share of the jobs the period implies with an event
+    /// within 15 % of a period of the comb → not periodic (an addition to
+    /// the paper): a heartbeat wakes at its release in nearly every job,
+    /// while random instants that line up with some comb leave most of its
+    /// teeth bare.
+    pub min_locked: f64,
 }
 
 impl Default for Params {
@@ -87,6 +93,7 @@ impl Default for Params {
             select: Select::Activations,
             min_events: 3,
             min_confidence: 0.3,
+            min_locked: 0.5,
         }
     }
 }
@@ -107,7 +114,11 @@ impl Params {
         )?;
         ok(self.k > 0.0, "K must be > 0")?;
         ok(self.m >= 1, "M must be at least 1")?;
-        ok(self.e >= 0.0, "E must be >= 0")
+        ok(self.e >= 0.0, "E must be >= 0")?;
+        ok(
+            (0.0..=1.0).contains(&self.min_locked),
+            "the minimum locked share must be between 0 and 1",
+        )
     }
 }
 
@@ -130,6 +141,9 @@ pub enum Rule {
     StrongestAfterRegression,
     /// A peak was chosen but its confidence is below `min_confidence`.
     LowConfidence,
+    /// A peak was chosen but fewer than `min_locked` of its jobs have an
+    /// event near their tooth.
+    Unlocked,
 }
 
 /// A candidate peak of the sampled spectrum.

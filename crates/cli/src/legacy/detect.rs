@@ -39,6 +39,11 @@ pub struct DetectArgs {
     /// Below this confidence: not periodic.
     #[arg(long, default_value_t = 0.3)]
     min_confidence: f64,
+    /// Below this share of jobs with an event within 15 % of a period of
+    /// their release: not periodic (a heartbeat wakes at its release in
+    /// nearly every job).
+    #[arg(long, default_value_t = 0.5)]
+    min_locked: f64,
     /// Keep the frequency on the δf grid (no sub-grid refinement, as the paper).
     #[arg(long)]
     no_refine: bool,
@@ -126,6 +131,7 @@ pub fn run(a: DetectArgs) -> Result<(), String> {
             Select::Activations
         },
         min_confidence: a.min_confidence,
+        min_locked: a.min_locked,
         ..Params::default()
     };
     params.validate()?;

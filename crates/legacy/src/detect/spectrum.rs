@@ -123,6 +123,9 @@ fn not_periodic(n: usize, rule: Rule, peaks: Vec<Peak>, threshold: f64) -> Estim
     }
 }
 
+/// How near its tooth (in periods) a job's event must be to count as locked.
+const LOCK_WINDOW: f64 = 0.15;
+
 /// The estimate for instants `t` (seconds, ascending).
 pub(super) fn estimate(t: &[f64], p: &Params) -> Estimate {
     let n = t.len();
@@ -167,10 +170,18 @@ pub(super) fn estimate(t: &[f64], p: &Params) -> Estimate {
             ..not_periodic(n, Rule::LowConfidence, peaks, threshold)
         };
     }
+    let jobs = (span * f).round() as u64 + 1;
+    if super::fit::locked_share(t, f, LOCK_WINDOW) < p.min_locked {
+        return Estimate {
+            confidence,
+            jobs,
+            ..not_periodic(n, Rule::Unlocked, peaks, threshold)
+        };
+    }
     Estimate {
         period_ns: Some((1e9 / f).round() as u64),
         freq_hz: Some(f),
-        jobs: (span * f).round() as u64 + 1,
+        jobs,
         events: n,
         confidence,
         rule,
