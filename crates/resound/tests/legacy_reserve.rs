@@ -580,3 +580,43 @@ fn a_too_small_budget_misses_deadlines_and_a_generous_one_does_not() {
     let generous = misses_with_budget("16000");
     assert!(generous <= 3, "16 ms budget: {generous} misses");
 }
+
+#[test]
+fn a_server_that_hangs_up_is_said_and_the_local_ledger_used() {
+    let _serial = common::one_at_a_time();
+    let test = "a_server_that_hangs_up_is_said_and_the_local_ledger_used";
+    if !deadline_or_skip(test) {
+        return;
+    }
+    // Something listens on the server's socket but hangs up on every
+    // connection, as a server that refuses the session does.
+    let dir = TestDir::new("legacy", "hangup");
+    let name = format!("hangup-{}", std::process::id());
+    let listener =
+        std::os::unix::net::UnixListener::bind(dir.0.join(format!("{name}.sock"))).unwrap();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            drop(conn);
+        }
+    });
+    let mut c = Command::new(RESOUND);
+    c.env("RESOUND_DIR", &dir.0)
+        .args(["-s", &name, "legacy", "run", "--period", "40", "--", TOOL])
+        .args([
+            "periodic",
+            "--fps",
+            "25",
+            "--work-us",
+            "2000",
+            "--frames",
+            "25",
+        ]);
+    let mut r = harness::Child::spawn(c, "resound legacy", &opts()).expect("resound legacy");
+    let st = finish(&mut r);
+    let log = r.log().text();
+    assert!(st.success(), "run failed: {log}");
+    assert!(
+        log.contains("refused a control session") && log.contains("own ledger"),
+        "the fallback to the local ledger is said: {log}"
+    );
+}

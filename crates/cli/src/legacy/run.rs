@@ -161,11 +161,18 @@ fn options(pid: i32, o: &ReserveOpts) -> Result<Options, String> {
     Ok(x)
 }
 
-/// The audio server's ledger when one answers, else the local one.
+/// The audio server's ledger when one answers, else the local one (saying
+/// why when a server runs but refuses the session).
 fn admission(server: Option<&str>, o: &ReserveOpts) -> Box<dyn Admission> {
     if !o.no_server {
-        if let Some(s) = super::server_ledger::ServerLedger::connect(server) {
-            return Box::new(s);
+        match super::server_ledger::ServerLedger::connect(server) {
+            Ok(Some(s)) => return Box::new(s),
+            Ok(None) => {}
+            Err(e) => eprintln!(
+                "warning: the audio server refused a control session ({e}); \
+                 admitting against this machine's own ledger instead, which does not \
+                 see the server's reservations"
+            ),
         }
     }
     Box::new(LocalLedger::from_system())

@@ -17,11 +17,17 @@ pub struct ServerLedger {
 }
 
 impl ServerLedger {
-    /// Connects to `server` (or the default one); `None` when none runs.
-    pub fn connect(server: Option<&str>) -> Option<ServerLedger> {
-        let session = ControlSession::connect(server, None).ok()?;
-        let name = session.server_name().to_string();
-        Some(ServerLedger { session, name })
+    /// Connects to `server` (or the default one): `Ok(None)` when none
+    /// runs, an error (to be said) when one runs but refuses the session.
+    pub fn connect(server: Option<&str>) -> Result<Option<ServerLedger>, String> {
+        match ControlSession::connect(server, None) {
+            Ok(session) => {
+                let name = session.server_name().to_string();
+                Ok(Some(ServerLedger { session, name }))
+            }
+            Err(resound_client::Error::NoServer { .. }) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     fn call(&self, tid: i32, bandwidth: f64) -> Result<(), String> {
