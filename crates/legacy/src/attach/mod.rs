@@ -204,6 +204,9 @@ impl<'a> Attachment<'a> {
         let mut moves = Vec::new();
         for (r, b) in self.threads.iter_mut().zip(before) {
             if let (Some(b), Some(a)) = (b, procfs::counters(pid, r.tid)) {
+                // The controllers count from here: the watched window is
+                // not one reservation period's CPU time.
+                r.rebase(a);
                 if a.voluntary > b.voluntary {
                     let cpu = a.cpu_ns - b.cpu_ns;
                     let per_job = cpu / (a.voluntary - b.voluntary);
@@ -285,10 +288,10 @@ impl<'a> Attachment<'a> {
     /// One T_sample step over every thread; returns the lines to print.
     fn sample(&mut self, now_ns: u64, window_ns: u64) -> u64 {
         let mut changes = 0;
-        let pid = self.pid;
+        let (pid, period_ns) = (self.pid, self.o.period_ns);
         let (mut gone, mut moves) = (Vec::new(), Vec::new());
         for r in &mut self.threads {
-            match r.on_sample(pid, now_ns, window_ns) {
+            match r.on_sample(pid, now_ns, window_ns, period_ns) {
                 None => gone.push(r.tid),
                 Some(None) => {}
                 Some(Some(q)) => moves.push((r.tid, q)),

@@ -46,6 +46,9 @@ pub struct Reserved {
     jobs_pending: u64,
     /// Reservation periods since then.
     periods_pending: u64,
+    /// Jobs per reservation period over the last T_sample window, at least
+    /// one (1 until the first window).
+    jobs_per_period: f64,
     /// Budget applied (ns).
     pub budget_ns: u64,
     /// Mean job response time in the last window (ns), if a job ended.
@@ -112,6 +115,7 @@ impl Reserved {
             job_cpu_ns: 0,
             jobs_pending: 0,
             periods_pending: 0,
+            jobs_per_period: 1.0,
             budget_ns,
             response_ns: None,
             late: 0,
@@ -131,11 +135,15 @@ impl Reserved {
         }
     }
 
-    /// Once per reservation period: feeds the CPU time per period to the
-    /// percentile controller and counts deadline misses. CPU time is summed
-    /// from one read at which the thread was blocked to the next (then no job
-    /// is half done) and spread over the periods in between (a thread with
-    /// two jobs per period needs both in its budget). `false` when the
+    /// Once per reservation period: feeds the CPU time a period's jobs need
+    /// to the percentile controller and counts deadline misses. CPU time is
+    /// summed from one read at which the thread was blocked to the next
+    /// (then no job is half done); each period in between gets the mean CPU
+    /// time per job of that stretch times the jobs per period of the last
+    /// window (a thread with two jobs per period needs both in its budget).
+    /// Per job rather than per stretch: this loop's reads come late when
+    /// real-time load delays it, and a stretch that then holds two jobs
+    /// would read as a period needing twice the CPU. `false` when the
     /// thread is gone.
     pub fn on_period(&mut self, pid: i32, period_ns: u64) -> bool {
         // The deadline before the counters: a job that starts between the two
@@ -150,9 +158,11 @@ impl Reserved {
         self.periods_pending += 1;
         if c.sleeping && self.jobs_pending > 0 {
             let n = self.periods_pending;
+            let per_job = self.job_cpu_ns as f64 / self.jobs_pending as f64;
+            let need = (per_job * self.jobs_per_period) as u64;
             if let Ctl::Percentile(p, _) = &mut self.ctl {
                 for _ in 0..n.min(8) {
-                    p.on_period(self.job_cpu_ns / n);
+                    p.on_period(need);
                 }
             }
             (self.job_cpu_ns, self.jobs_pending, self.periods_pending) = (0, 0, 0);
@@ -195,7 +205,13 @@ impl Reserved {
 
     /// Once per T_sample: the window's observation and the controller's
     /// decision (a new budget to apply, if it moved).
-    pub fn on_sample(&mut self, pid: i32, now_ns: u64, window_ns: u64) -> Option<Option<u64>> {
+    pub fn on_sample(
+        &mut self,
+        pid: i32,
+        now_ns: u64,
+        window_ns: u64,
+        period_ns: u64,
+    ) -> Option<Option<u64>> {
         let c = procfs::counters(pid, self.tid)?;
         let obs = Observation {
             at_ns: now_ns,
@@ -206,6 +222,10 @@ impl Reserved {
         };
         self.at_sample = c;
         self.response_ns = obs.response_ns();
+        if window_ns > 0 {
+            let periods = window_ns as f64 / period_ns as f64;
+            self.jobs_per_period = (obs.jobs as f64 / periods).max(1.0);
+        }
         let decision = match &mut self.ctl {
             Ctl::Lfs(l) => {
                 let d = l.on_sample(&obs);
@@ -219,6 +239,13 @@ impl Reserved {
             }
         };
         Some(decision)
+    }
+
+    /// Counts the per-period and per-sample CPU time from counters `c`
+    /// (read now) on, forgetting what accumulated before.
+    pub fn rebase(&mut self, c: Counters) {
+        (self.at_period, self.at_sample) = (c, c);
+        (self.job_cpu_ns, self.jobs_pending, self.periods_pending) = (0, 0, 0);
     }
 
     /// Restarts the controller from budget `q` (clamped); returns it. The
