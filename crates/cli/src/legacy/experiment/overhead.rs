@@ -12,8 +12,9 @@
 //! The goal (kernel tracer ≤ 0.5 % of the traced program's run time) is
 //! smaller than the machine's run-to-run noise in wall time, so it is judged
 //! on the job's own CPU time (user + system of the shell, dd and gzip, from
-//! `wait4`'s rusage; the kernel tracer's cost is spent in the traced
-//! threads' system calls, so it shows there), with the job pinned to one CPU
+//! `wait4`'s rusage) and on its system time as a share of that CPU time (the
+//! kernel tracer's cost is spent in the traced threads' system calls, so it
+//! shows there, without the user time's noise), with the job pinned to one CPU
 //! (the last) and the tracer processes kept off it, the variants interleaved
 //! in an order reversed every other repetition (ABBA: a slow drift of the
 //! machine cancels), and the overhead given as the mean of the paired
@@ -37,6 +38,44 @@ const PAPER: [(&str, &str, &str); 4] = [
     ("ptrace", "21.60 ± 0.16 (+2.8 %, qostrace)", "0.51 ± 0.04"),
     ("kernel", "(future work)", ""),
 ];
+
+/// Progress over the job's runs on stderr: on a terminal one line redrawn
+/// after each run, otherwise (CI logs, pipes) a line every ten runs.
+struct RunProgress {
+    done: usize,
+    total: usize,
+    started: Instant,
+    tty: bool,
+}
+
+impl RunProgress {
+    fn new(total: usize) -> RunProgress {
+        use std::io::IsTerminal;
+        RunProgress {
+            done: 0,
+            total,
+            started: Instant::now(),
+            tty: std::io::stderr().is_terminal(),
+        }
+    }
+
+    /// One run of `variant` ended.
+    fn step(&mut self, variant: &str) {
+        self.done += 1;
+        let per_run = self.started.elapsed().as_secs_f64() / self.done as f64;
+        let left = per_run * (self.total - self.done) as f64;
+        let line = format!(
+            "[tracer-overhead] run {}/{} ({variant}), about {left:.0} s left",
+            self.done, self.total
+        );
+        let last = self.done == self.total;
+        if self.tty {
+            eprint!("\r{line}\x1b[K{}", if last { "\n" } else { "" });
+        } else if self.done.is_multiple_of(10) || last {
+            eprintln!("{line}");
+        }
+    }
+}
 
 /// One run of the job.
 #[derive(Debug, Serialize)]
@@ -273,6 +312,8 @@ pub fn run(a: &ExperimentArgs) -> Result<(), String> {
         );
     }
     let (mut rows, mut extra) = (Vec::new(), Vec::new());
+    let pairs = a.pairs.unwrap_or(if a.quick { 6 } else { 30 });
+    let mut progress = RunProgress::new(reps * VARIANTS.len() + pairs * 2);
     let result = input.and_then(|input| {
         for rep in 0..reps {
             let mut order = VARIANTS;
@@ -281,9 +322,9 @@ pub fn run(a: &ExperimentArgs) -> Result<(), String> {
             }
             for v in order {
                 rows.push(once(v, rep, &input)?);
+                progress.step(v);
             }
         }
-        let pairs = a.pairs.unwrap_or(if a.quick { 6 } else { 30 });
         if pairs > 0 {
             println!(
                 "... and {pairs} more untraced/kernel pairs (alternating) for the paired overhead"
@@ -296,6 +337,7 @@ pub fn run(a: &ExperimentArgs) -> Result<(), String> {
             }
             for v in order {
                 extra.push(once(v, reps + i, &input)?);
+                progress.step(v);
             }
         }
         Ok(())
