@@ -182,12 +182,13 @@ fn run_detaches_when_the_program_exits() {
     assert_eq!(report.map(|v| n(v, "frames")), Some(50), "{lines:?}");
     // The player uses 0.25 CPU; the budget follows it from the first
     // decision on (the CPU time of the watched start-up window once counted
-    // as one period's and sent it to a whole CPU).
+    // as one period's and sent it to a whole CPU; four growths of 1.25 on a
+    // loaded machine stay below 0.9).
     let most = lines
         .iter()
         .filter_map(|v| v.get("bandwidth")?.as_f64())
         .fold(0.0, f64::max);
-    assert!(most < 0.6, "bandwidth reached {most}: {lines:?}");
+    assert!(most < 0.9, "bandwidth reached {most}: {lines:?}");
     assert!(
         r.log().text().contains("detached from"),
         "{}",
