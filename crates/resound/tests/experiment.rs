@@ -104,6 +104,17 @@ fn prerequisites(test: &str) -> bool {
     true
 }
 
+/// `resound experiment run FILE --out DIR`, waited for.
+fn experiment_run(file: &Path, out_dir: &Path) -> std::process::Output {
+    Command::new(RESOUND)
+        .args(["experiment", "run"])
+        .arg(file)
+        .arg("--out")
+        .arg(out_dir)
+        .output()
+        .unwrap()
+}
+
 fn csv_rows(path: &Path) -> usize {
     let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     text.lines().count().saturating_sub(1)
@@ -120,13 +131,7 @@ fn a_short_scenario_runs_on_both_servers_and_writes_its_report() {
     let file = dir.join("short.toml");
     std::fs::write(&file, SCENARIO).unwrap();
     let out_dir = dir.join("out");
-    let out = Command::new(RESOUND)
-        .args(["experiment", "run"])
-        .arg(&file)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = experiment_run(&file, &out_dir);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{stdout}\n{stderr}");
@@ -300,13 +305,7 @@ fn two_runs_into_one_directory_are_refused() {
         unsafe { libc::flock(held.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) },
         0
     );
-    let out = Command::new(RESOUND)
-        .args(["experiment", "run"])
-        .arg(&file)
-        .arg("--out")
-        .arg(&out_dir)
-        .output()
-        .unwrap();
+    let out = experiment_run(&file, &out_dir);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
     assert!(

@@ -40,28 +40,23 @@ fn comb_phase(t: &[f64], f: f64) -> f64 {
     -im.atan2(re) / (2.0 * std::f64::consts::PI * f)
 }
 
-/// The share of the jobs of the comb of frequency `f` over the span of `t`
-/// (seconds, ascending) that hold an event within `window` periods of their
-/// tooth. A heartbeat wakes at its release in nearly every job; random
-/// instants that happen to line up with some comb leave most of its teeth
-/// bare (with one instant per job on average, about 1 − e^(−2·window) of
-/// them are near a tooth).
-pub(super) fn locked_share(t: &[f64], f: f64, window: f64) -> f64 {
-    let (Some(&first), Some(&last)) = (t.first(), t.last()) else {
-        return 0.0;
-    };
+/// How many jobs of the comb of frequency `f` hold an event of `t`
+/// (seconds, ascending) within `window` periods of their tooth. A heartbeat
+/// wakes at its release in nearly every job; random instants that happen to
+/// line up with some comb leave most of its teeth bare (with one instant per
+/// job on average, about 1 − e^(−2·window) of them are near a tooth).
+pub(super) fn locked_jobs(t: &[f64], f: f64, window: f64) -> u64 {
     let (a, p) = (comb_phase(t, f), 1.0 / f);
-    let jobs = ((last - first) * f).round() + 1.0;
     let mut last_k = None;
-    let mut locked = 0.0;
+    let mut locked = 0;
     for &x in t {
         let k = ((x - a) / p).round();
         if (x - (a + k * p)).abs() <= window * p && last_k != Some(k) {
-            locked += 1.0;
+            locked += 1;
             last_k = Some(k);
         }
     }
-    (locked / jobs).min(1.0)
+    locked
 }
 
 /// The fitted frequency (Hz) for instants `t` (seconds, ascending) near

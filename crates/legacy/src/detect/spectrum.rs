@@ -171,7 +171,8 @@ pub(super) fn estimate(t: &[f64], p: &Params) -> Estimate {
         };
     }
     let jobs = (span * f).round() as u64 + 1;
-    if super::fit::locked_share(t, f, LOCK_WINDOW) < p.min_locked {
+    let locked = super::fit::locked_jobs(t, f, LOCK_WINDOW);
+    if (locked as f64) < p.min_locked * jobs as f64 {
         return Estimate {
             confidence,
             jobs,

@@ -280,6 +280,23 @@ fn period_cdf(result: &ExperimentResult) -> Option<Figure> {
     )
 }
 
+/// The servers (in [`servers`] order) with at least one run for which
+/// `curves` draws something.
+fn servers_with_curves(
+    result: &ExperimentResult,
+    curves: &dyn Fn(&RunResult) -> Vec<Curve>,
+) -> Vec<ServerKind> {
+    servers(result)
+        .into_iter()
+        .filter(|&s| {
+            result
+                .runs
+                .iter()
+                .any(|r| r.server == s && !curves(r).is_empty())
+        })
+        .collect()
+}
+
 fn client_curves(r: &RunResult) -> Vec<Curve> {
     (0..r.clients.len())
         .map(|i| {
@@ -292,15 +309,7 @@ fn client_curves(r: &RunResult) -> Vec<Curve> {
 }
 
 fn clients_end(result: &ExperimentResult) -> Option<Figure> {
-    let rows: Vec<ServerKind> = servers(result)
-        .into_iter()
-        .filter(|&s| {
-            result
-                .runs
-                .iter()
-                .any(|r| r.server == s && !client_curves(r).is_empty())
-        })
-        .collect();
+    let rows = servers_with_curves(result, &client_curves);
     let insets = per_server_row(
         result,
         &rows,
@@ -329,15 +338,7 @@ fn budget_curves(r: &RunResult) -> Vec<Curve> {
 }
 
 fn budget(result: &ExperimentResult) -> Option<Figure> {
-    let rows: Vec<ServerKind> = servers(result)
-        .into_iter()
-        .filter(|&s| {
-            result
-                .runs
-                .iter()
-                .any(|r| r.server == s && !budget_curves(r).is_empty())
-        })
-        .collect();
+    let rows = servers_with_curves(result, &budget_curves);
     let insets = per_server_row(
         result,
         &rows,
