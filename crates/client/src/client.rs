@@ -36,7 +36,12 @@ pub(crate) struct Inner {
     pub server: String,
     pub slot: u32,
     pub uuid: u64,
-    pub view: View,
+    /// The control segment and every node segment mapped here (the reader
+    /// thread maps the other clients' as the server passes them on).
+    pub view: Arc<View>,
+    /// Bumped (futex) to wake the process thread, wherever it sleeps, when
+    /// it must stop.
+    pub rt_wake: AtomicU32,
     pub conn: Connection,
     pub handler: Mutex<Option<Box<dyn NotificationHandler>>>,
     rt: Mutex<Option<RtThread>>,
@@ -111,7 +116,8 @@ fn client_identity(welcome: Welcome) -> Result<Identity> {
     }
 }
 
-/// Maps the two shared-memory segments (control, shared) the welcome carried.
+/// Maps the two shared-memory segments (control, the driver's node) the
+/// welcome carried.
 fn map_segments(mut fds: Vec<std::os::fd::OwnedFd>) -> Result<View> {
     if fds.len() != 2 {
         return Err(Error::Io(std::io::Error::other(format!(
@@ -119,9 +125,21 @@ fn map_segments(mut fds: Vec<std::os::fd::OwnedFd>) -> Result<View> {
             fds.len()
         ))));
     }
-    let shared = fds.pop().expect("two fds");
+    let driver = fds.pop().expect("two fds");
     let ctl = fds.pop().expect("two fds");
-    Ok(View::open(ctl, shared)?)
+    Ok(View::open(ctl, driver)?)
+}
+
+/// Makes this client's own node segment (mapped read-write here, sealed
+/// against anybody else writing it), installs it in `view` for `id`'s slot
+/// and returns a descriptor of it for the server.
+fn own_node(view: &View, id: &Identity) -> Result<std::os::fd::OwnedFd> {
+    let seg = view.create_node()?;
+    let fd = seg.fd().try_clone_to_owned()?;
+    if !view.install_node(id.slot, id.uuid, seg) {
+        return Err(Error::State("own node segment could not be installed"));
+    }
+    Ok(fd)
 }
 
 impl Client {
@@ -133,20 +151,23 @@ impl Client {
         };
         let hs = handshake(opts.server.as_deref(), opts.dir.as_deref(), kind)?;
         let id = client_identity(hs.welcome)?;
-        let view = map_segments(hs.fds)?;
+        let view = Arc::new(map_segments(hs.fds)?);
+        let node = own_node(&view, &id)?;
         let (notes, nrx) = channel();
         let wake = Arc::new(AtomicU32::new(0));
         let sink = NotifySink {
             notes,
             wake: wake.clone(),
         };
-        let conn = Connection::start(hs.stream, sink, "resound-reader")?;
+        let conn = Connection::start(hs.stream, sink, Some(view.clone()), "resound-reader")?;
+        conn.attach_node(node)?;
         let inner = Arc::new(Inner {
             name: id.name,
             server: id.server,
             slot: id.slot,
             uuid: id.uuid,
             view,
+            rt_wake: AtomicU32::new(0),
             conn,
             handler: Mutex::new(None),
             rt: Mutex::new(None),
@@ -396,9 +417,7 @@ impl Client {
     }
 
     fn wake_rt(&self) {
-        if let Some(r) = self.inner.view.record(self.inner.slot) {
-            futex::bump_and_wake(&r.trigger);
-        }
+        futex::bump_and_wake(&self.inner.rt_wake);
     }
 
     /// Leaves the activation graph and stops the process thread.

@@ -13,7 +13,8 @@ use resound_protocol::wire::{
 };
 use resound_shm::limits;
 use resound_shm::sync::{futex, Ordering};
-use std::os::fd::OwnedFd;
+use resound_shm::View;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
@@ -113,13 +114,20 @@ pub(crate) struct Connection {
 }
 
 impl Connection {
-    /// Starts the reader thread (named `thread`) on a clone of `stream`.
-    pub fn start(stream: UnixStream, sink: NotifySink, thread: &str) -> Result<Connection> {
+    /// Starts the reader thread (named `thread`) on a clone of `stream`;
+    /// with a `view` (a client's), it maps there the node segments the
+    /// server passes on.
+    pub fn start(
+        stream: UnixStream,
+        sink: NotifySink,
+        view: Option<Arc<View>>,
+        thread: &str,
+    ) -> Result<Connection> {
         let rd = stream.try_clone()?;
         let (rtx, rrx) = channel();
         std::thread::Builder::new()
             .name(thread.into())
-            .spawn(move || reader(rd, rtx, sink))?;
+            .spawn(move || reader(rd, rtx, sink, view))?;
         Ok(Connection {
             stream,
             replies: Mutex::new((0, rrx)),
@@ -139,13 +147,29 @@ impl Connection {
 
     /// Sends `req` and waits for its reply (a server error becomes `Err`).
     pub fn call(&self, req: Request) -> Result<Reply> {
+        self.call_with_fd(req, None)
+    }
+
+    /// Gives the server this client's node segment ([`Request::AttachNode`],
+    /// its descriptor with the frame); when it returns, the reader has also
+    /// mapped every other client's.
+    pub fn attach_node(&self, fd: OwnedFd) -> Result<()> {
+        self.call_with_fd(Request::AttachNode, Some(fd)).map(|_| ())
+    }
+
+    /// [`Connection::call`], with `fd` sent along (SCM_RIGHTS).
+    fn call_with_fd(&self, req: Request, fd: Option<OwnedFd>) -> Result<Reply> {
         let mut g = self.replies.lock().unwrap_or_else(|e| e.into_inner());
         if self.gone() {
             return Err(gone_error());
         }
         g.0 = g.0.wrapping_add(1) % (u32::MAX - 1);
         let seq = g.0;
-        wire::send_frame(&self.stream, &Envelope { seq, req })?;
+        let env = Envelope { seq, req };
+        match &fd {
+            Some(fd) => wire::send_frame_with_fds(&self.stream, &env, &[fd.as_fd()])?,
+            None => wire::send_frame(&self.stream, &env)?,
+        }
         loop {
             match g.1.recv_timeout(REQUEST_TIMEOUT) {
                 Ok((s, r)) if s == seq => {
@@ -182,9 +206,17 @@ fn gone_error() -> Error {
 }
 
 /// Reads the socket: replies go to the requester, notifications to the
-/// dispatcher (woken through the sink's futex word).
-fn reader(mut stream: UnixStream, replies: Sender<(u32, Reply)>, sink: NotifySink) {
-    while let Ok(payload) = wire::read_frame(&mut stream, limits::MAX_REPLY_BYTES) {
+/// dispatcher (woken through the sink's futex word), node segments into
+/// `view` (mapped read-only, seals checked; one that fails to map leaves
+/// that client's outputs silent here, and says so).
+fn reader(
+    stream: UnixStream,
+    replies: Sender<(u32, Reply)>,
+    sink: NotifySink,
+    view: Option<Arc<View>>,
+) {
+    while let Ok((payload, mut fds)) = wire::recv_frame_with_fds(&stream, limits::MAX_REPLY_BYTES)
+    {
         match wire::decode::<ServerMsg>(&payload) {
             Ok(ServerMsg::Reply { seq, reply }) => {
                 let _ = replies.send((seq, reply));
@@ -193,10 +225,28 @@ fn reader(mut stream: UnixStream, replies: Sender<(u32, Reply)>, sink: NotifySin
                 let _ = sink.notes.send(Some(n));
                 futex::bump_and_wake(&sink.wake);
             }
+            Ok(ServerMsg::Node { slot, uuid }) => {
+                if let (Some(v), Some(fd)) = (&view, fds.pop()) {
+                    map_node(v, slot, uuid, fd);
+                }
+            }
             Err(_) => break,
+        }
+        if let Some(v) = &view {
+            v.purge_retired();
         }
     }
     // None: the connection is gone.
     let _ = sink.notes.send(None);
     futex::bump_and_wake(&sink.wake);
+}
+
+/// Maps another client's node segment into `view` for `slot`.
+fn map_node(view: &View, slot: u32, uuid: u64, fd: OwnedFd) {
+    let mapped = view
+        .map_node(fd)
+        .map(|seg| view.install_node(slot, uuid, seg));
+    if !matches!(mapped, Ok(true)) {
+        eprintln!("resound: the shared memory of the client in slot {slot} could not be mapped; its outputs read as silence here");
+    }
 }

@@ -54,7 +54,7 @@ impl ControlSession {
             wake: Arc::new(AtomicU32::new(0)),
         };
         let fd = hs.fds.pop();
-        let conn = Connection::start(hs.stream, sink, "resound-ctl-reader")?;
+        let conn = Connection::start(hs.stream, sink, None, "resound-ctl-reader")?;
         Ok((ControlSession { conn, server }, fd))
     }
 

@@ -23,8 +23,26 @@ impl Client {
             port_type: type_name.into(),
             flags,
         })? {
-            Reply::Port { port, name } => Ok(Port::new(port, name, self.slot())),
+            Reply::Port { port, name } => {
+                self.clear_own_buffer(port);
+                Ok(Port::new(port, name, self.slot()))
+            }
             other => Err(unexpected(other)),
+        }
+    }
+
+    /// Zeroes a new port's buffer in this client's own node segment (a
+    /// slot used by an earlier port of this client keeps its old samples
+    /// otherwise; zero bytes also read as an empty MIDI buffer). Touching
+    /// its pages here, off the real-time thread, also allocates them.
+    fn clear_own_buffer(&self, port: u32) {
+        let view = &self.inner.view;
+        if let Some(b) = view.port_buffer(self.slot(), port) {
+            // SAFETY: `b` is the buffer of port `port` (max_frames f32) in
+            // this client's own node segment, mapped read-write in this
+            // process; the port was just registered, so no connection reads
+            // it yet and this client's process code has no handle on it.
+            unsafe { std::ptr::write_bytes(b, 0, view.layout().caps.max_frames as usize) };
         }
     }
 

@@ -88,7 +88,7 @@ impl Port {
 
     /// This cycle's output buffer (must be filled every cycle). Real-time safe.
     pub fn audio_out<'s>(&'s mut self, ps: &'s ProcessScope<'_>) -> &'s mut [f32] {
-        match ps.view.port_buffer(self.id) {
+        match ps.view.port_buffer(self.slot, self.id) {
             // SAFETY: our own output port's buffer (max_frames ≥ frames f32);
             // `&mut self` makes this the only mutable view in this process.
             Some(p) => unsafe { std::slice::from_raw_parts_mut(p, ps.frames) },
@@ -112,7 +112,7 @@ impl Port {
     pub fn midi_out<'s>(&'s mut self, ps: &'s ProcessScope<'_>) -> MidiOut<'s> {
         let buf = ps
             .view
-            .port_buffer(self.id)
+            .port_buffer(self.slot, self.id)
             .map_or(std::ptr::null_mut(), |p| p as *mut u8);
         if !buf.is_null() {
             // SAFETY: our own output port's buffer (≥ MIDI_BUFFER_BYTES, aligned).

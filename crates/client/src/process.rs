@@ -8,10 +8,11 @@
 
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
-use resound_shm::cycle::signal_downstream;
+use resound_shm::cycle::{readiness, release, Readiness};
 use resound_shm::sync::{futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
 use resound_shm::transport::TransportReader;
+use resound_shm::sync::AtomicU32;
 use resound_shm::{client_state, ActivationRecord, NodeStatus, View};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
@@ -63,15 +64,11 @@ pub(crate) fn process_thread(
     if inner.view.record(inner.slot).is_none() {
         return;
     }
-    let seen = inner
-        .view
-        .record(inner.slot)
-        .map_or(0, |r| r.trigger.load(Ordering::Acquire));
     let mut ctx = RtContext {
         inner,
         quit,
         ready: Some((ready, tid)),
-        seen,
+        last: None,
         current: None,
         cpu0: 0,
         synced: false,
@@ -131,7 +128,8 @@ pub struct RtContext {
     pub(crate) inner: Arc<Inner>,
     quit: Arc<AtomicBool>,
     ready: Option<(Sender<i32>, i32)>,
-    seen: u32,
+    /// Tag of the last cycle this thread ran (None before the first).
+    last: Option<u32>,
     pub(crate) current: Option<CycleInfo>,
     cpu0: u64,
     /// The sync callback ran successfully at least once since activation.
@@ -225,8 +223,11 @@ impl RtContext {
         }
     }
 
-    /// Sleeps until this client is triggered for a cycle; None when it must
-    /// stop. Real-time safe.
+    /// Sleeps until this client's inputs are ready for a cycle; None when
+    /// it must stop. It sleeps on one word at a time: the done word of an
+    /// upstream node that has not released the cycle, beside the header's
+    /// epoch (a graph switch, the server stopping) and this client's own
+    /// wake word (deactivation). Real-time safe.
     fn next_cycle(&mut self) -> Option<CycleInfo> {
         let inner = self.inner.clone();
         let view = &inner.view;
@@ -235,23 +236,67 @@ impl RtContext {
         let stop =
             |q: &AtomicBool| q.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0;
         loop {
-            // Checked before sleeping too: a stop whose wake-up an earlier
-            // wait consumed must not leave this thread asleep for good.
-            if stop(&self.quit) {
-                return None;
-            }
-            if let futex::Wait::Changed(v) = futex::wait_changed(&rec.trigger, self.seen, None) {
-                self.seen = v;
-            }
+            let epoch = h.epoch.load(Ordering::Acquire);
+            let woken = inner.rt_wake.load(Ordering::Acquire);
+            // Checked after reading the two words: a stop that bumps them
+            // from now on ends the sleep below.
             if stop(&self.quit) {
                 return None;
             }
             self.follow_freewheel(h.freewheel.load(Ordering::Relaxed) != 0);
-            let c = assert_no_alloc::assert_no_alloc(|| begin_cycle(view, inner.slot, rec));
-            if let Some((c, cpu0)) = c {
-                self.cpu0 = cpu0;
-                return Some(c);
+            let next = assert_no_alloc::assert_no_alloc(|| self.poll(view, rec));
+            let (word, seen) = match next {
+                Poll::Run(c, cpu0) => {
+                    self.cpu0 = cpu0;
+                    return Some(c);
+                }
+                Poll::Sleep(word, seen) => (Some(word), seen),
+                Poll::Idle => (None, 0),
+            };
+            rec.status
+                .store(NodeStatus::Waiting as u32, Ordering::Relaxed);
+            let mut words: [(&AtomicU32, u32); 3] =
+                [(&h.epoch, epoch), (&inner.rt_wake, woken), (&h.epoch, epoch)];
+            let n = match word {
+                Some(w) => {
+                    words[2] = (w, seen);
+                    3
+                }
+                None => 2,
+            };
+            futex::wait_any(&words[..n], None);
+        }
+    }
+
+    /// One look at the graph: the cycle to run if its inputs are ready,
+    /// else the word to sleep on. Real-time safe.
+    fn poll<'v>(&mut self, view: &'v View, rec: &ActivationRecord) -> Poll<'v> {
+        let slot = self.inner.slot;
+        let Some(driver) = view.record(0) else {
+            return Poll::Idle;
+        };
+        let started = driver.done.load(Ordering::Acquire);
+        let index = view.current_index();
+        let table = view.table(index);
+        if table.client_state(slot) != client_state::ACTIVE {
+            return Poll::Idle;
+        }
+        // The cycle the driver started, unless this thread ran it already:
+        // then the next one.
+        let want = match self.last {
+            Some(l) if l == started => started.wrapping_add(1),
+            _ => started,
+        };
+        match readiness(view, &table, slot, want) {
+            Readiness::Behind(word, seen) => Poll::Sleep(word, seen),
+            Readiness::Ready { signal_ns } if want == started => {
+                self.last = Some(started);
+                let (c, cpu0) = begin_cycle(view, index, rec, started, signal_ns);
+                Poll::Run(c, cpu0)
             }
+            // Ready for a cycle the driver has not started (an upstream
+            // node ahead of it, or scribbling): wait for the driver.
+            Readiness::Ready { .. } | Readiness::Ahead => Poll::Sleep(&driver.done, started),
         }
     }
 
@@ -289,8 +334,9 @@ impl RtContext {
         }
     }
 
-    /// Stamps cycle `c` finished, wakes the clients downstream, records its
-    /// CPU time; Quit asks for deactivation. Real-time safe.
+    /// Stamps cycle `c` finished, releases it to the clients downstream
+    /// (one store and one wake on this client's own done word), records
+    /// its CPU time; Quit asks for deactivation. Real-time safe.
     fn finish(&mut self, c: CycleInfo, ctl: Control) {
         let inner = &self.inner;
         let view = &inner.view;
@@ -302,7 +348,7 @@ impl RtContext {
             rec.finished_cycle.store(c.cycle, Ordering::Release);
             rec.status
                 .store(NodeStatus::Finished as u32, Ordering::Release);
-            signal_downstream(view, &view.table(c.table), inner.slot, c.cycle);
+            release(rec, c.cycle);
             rec.store_cpu(c.cycle, thread_cpu_ns().saturating_sub(self.cpu0));
         });
         if ctl == Control::Quit {
@@ -324,35 +370,51 @@ impl RtContext {
     }
 }
 
-/// Stamps this client's record as woken and running and reads the cycle it
-/// was triggered for, with the thread's CPU clock at the start; None when
-/// the wake-up was a stale trigger after deactivation. Real-time safe.
-fn begin_cycle(view: &View, slot: u32, rec: &ActivationRecord) -> Option<(CycleInfo, u64)> {
+/// What [`RtContext::poll`] found.
+enum Poll<'v> {
+    /// Run this cycle (the thread's CPU clock at its start).
+    Run(CycleInfo, u64),
+    /// Sleep on this upstream done word, which still holds this value.
+    Sleep(&'v AtomicU32, u32),
+    /// Not in the graph: sleep until the graph or the client changes.
+    Idle,
+}
+
+/// Stamps this client's record as woken and running for the cycle with
+/// tag `tag` (its inputs ready since `signal_ns`), with the thread's CPU
+/// clock at the start. Real-time safe.
+fn begin_cycle(
+    view: &View,
+    table: usize,
+    rec: &ActivationRecord,
+    tag: u32,
+    signal_ns: u64,
+) -> (CycleInfo, u64) {
     // Stamp the wake-up first: reading the thread CPU clock costs
     // about 0.4 us, which belongs to the CPU time, not to the hop.
-    rec.awake_ns.store(monotonic_ns(), Ordering::Relaxed);
+    let awake = monotonic_ns();
     let cpu0 = thread_cpu_ns();
+    let t = view.timer();
+    // The full cycle number whose low 32 bits are `tag` (the timer may
+    // already show a later cycle if this thread runs late).
+    let behind = t.cycle.wrapping_sub(tag as u64) as u32 as u64;
+    let cycle = t.cycle.saturating_sub(behind);
+    rec.cycle.store(cycle, Ordering::Relaxed);
+    rec.signal_ns.store(signal_ns, Ordering::Relaxed);
+    rec.awake_ns.store(awake, Ordering::Relaxed);
     rec.status
         .store(NodeStatus::Running as u32, Ordering::Relaxed);
-    let cycle = rec.cycle.load(Ordering::Relaxed);
-    let table = view.current_index();
-    if view.table(table).client_state(slot) != client_state::ACTIVE {
-        // Woken by a stale trigger after deactivation: nothing to do.
-        return None;
-    }
-    let t = view.timer();
     let frames = (t.frames as usize).min(view.layout().caps.max_frames as usize);
-    // A late thread may run after the driver began a newer cycle: its
-    // frame time and start are those of *its* cycle.
-    let behind = t.cycle.saturating_sub(cycle);
     let period = view.header().period_ns.load(Ordering::Relaxed);
     let info = CycleInfo {
         cycle,
         frames,
+        // A late thread runs after the driver began a newer cycle: its
+        // frame time and start are those of *its* cycle.
         frame_time: t.frame_time.saturating_sub(behind * frames as u64),
         cycle_start_ns: t.start_ns.saturating_sub(behind * period),
         next_start_ns: t.next_start_ns.saturating_sub(behind * period),
         table,
     };
-    Some((info, cpu0))
+    (info, cpu0)
 }

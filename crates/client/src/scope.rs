@@ -56,7 +56,7 @@ impl ProcessScope<'_> {
         if flags & port_flags::IS_INPUT != 0 && owner == me {
             Some(input_buffer(self.view, &self.table, port, me, self.frames) as *mut f32)
         } else {
-            self.view.port_buffer(port)
+            self.view.port_buffer(owner, port)
         }
     }
 
@@ -84,7 +84,7 @@ fn resolve_buffer(view: &View, t: &Table<'_>, id: u32, me: u32, frames: usize) -
     let Some((1, owner, flags, ty)) = t.port_info(id) else {
         return None;
     };
-    let own = view.port_buffer(id)?;
+    let own = view.port_buffer(owner, id)?;
     if owner != me {
         return Some(own as *mut u8);
     }
@@ -162,7 +162,7 @@ pub fn silence_outputs(view: &View, table: &Table<'_>, slot: u32, frames: usize)
         if owner != slot || flags & port_flags::IS_OUTPUT == 0 {
             continue;
         }
-        if let Some(b) = view.port_buffer(id) {
+        if let Some(b) = view.port_buffer(slot, id) {
             // SAFETY: an output port of `slot`, the caller's own: its buffer
             // holds max_frames f32 (≥ frames) and at least a MIDI buffer, and
             // only its owner writes it.

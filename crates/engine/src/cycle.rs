@@ -9,8 +9,8 @@
 //! 5. switch to the pending graph table if any (one CAS);
 //! 6. capture into the capture ports, publish the cycle's timer fields;
 //! 7. the transport state machine;
-//! 8. arm every active node's activation counter and trigger the driver's
-//!    downstream nodes;
+//! 8. release the cycle to the driver's downstream nodes (its done word),
+//!    and after a graph switch wake every sleeping process thread;
 //! 9. sync mode or freewheel: wait for the graph's end (bounded by the
 //!    next cycle's start; freewheeling, by a long bound or, for offline
 //!    rendering, until it is done), then playback.
@@ -23,10 +23,10 @@ use crate::engine::{CycleArgs, Engine, FREEWHEEL_WAIT_NS};
 use crate::events::RtEvent;
 use crate::load::LoadStats;
 use crate::verdict::{judge_all, Outcome, Verdict};
-use resound_shm::cycle::{mix_sources, signal_downstream};
+use resound_shm::cycle::{mix_sources, readiness, release, Readiness};
 use resound_shm::profile::cycle_flags;
-use resound_shm::sync::{activation, futex, switch, Ordering};
-use resound_shm::{client_state, NodeStatus, Table, Timer, View};
+use resound_shm::sync::{futex, switch, Ordering};
+use resound_shm::{Table, Timer, View};
 
 impl<D: Driver, C: Clock> Engine<D, C> {
     /// One cycle. Real-time safe.
@@ -44,17 +44,17 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         if !self.sync {
             self.async_playback(view, a.frames);
         }
-        let (cur, table) = switch_graph(view);
-        self.read_capture(view, a.frames);
+        let (cur, switched, table) = switch_graph(view);
+        self.read_capture(view, &table, a.frames);
         publish_timer(view, a);
         self.transport
             .cycle(view, &table, a.cycle, a.frames as u32, a.start);
-        let Some((ends, seen)) = arm_and_trigger(view, &table, a.cycle) else {
+        if !start_graph(view, a.cycle, switched) {
             return;
-        };
+        }
         self.prev = Some((cur, a.cycle));
         if self.sync || a.freewheel {
-            self.wait_for_graph(view, a, ends, seen);
+            self.wait_for_graph(view, &table, a);
             self.write_playback(view, table, a.frames);
         }
     }
@@ -201,15 +201,16 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     }
 
     /// Step 6: the driver's capture into the capture ports. Real-time safe.
-    fn read_capture(&mut self, view: &View, frames: usize) {
+    fn read_capture(&mut self, view: &View, table: &Table<'_>, frames: usize) {
         for &(port, ch) in &self.capture {
-            let Some(dst) = view.port_buffer(port) else {
+            let Some(dst) = view.port_buffer_in(table, port) else {
                 continue;
             };
             // SAFETY: dst points at a port buffer of max_frames ≥ frames f32
-            // in the shared segment; capture ports are written only by the
-            // driver thread, which is us, and no other reference to this
-            // buffer lives past this statement.
+            // in the driver's own node segment (capture ports belong to the
+            // driver, slot 0, mapped read-write only here); capture ports are
+            // written only by the driver thread, which is us, and no other
+            // reference to this buffer lives past this statement.
             let dst = unsafe { std::slice::from_raw_parts_mut(dst, frames) };
             self.driver.capture(ch, dst);
         }
@@ -227,34 +228,31 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         self.driver.flush();
     }
 
-    /// Step 9: waits for the graph's end, bounded by the next cycle's start;
+    /// Step 9: waits until every end of the graph (the driver's upstream
+    /// nodes) released the cycle, bounded by the next cycle's start;
     /// freewheeling, by [`FREEWHEEL_WAIT_NS`] or until the graph is done
-    /// (see [`Self::keep_waiting`]).
-    /// Real-time safe.
-    fn wait_for_graph(&mut self, view: &View, a: CycleArgs, ends: u32, seen: u32) {
-        if a.freewheel && ends == 0 {
+    /// (see [`Self::keep_waiting`]). A stopping server is noticed at the
+    /// latest at the bound. Real-time safe.
+    fn wait_for_graph(&mut self, view: &View, table: &Table<'_>, a: CycleArgs) {
+        if a.freewheel && table.up_count(0) == 0 {
             // Nothing to run: do not spin, keep the pace of the clock.
             self.clock.sleep_until(a.next);
-        }
-        let Some(me) = view.record(0) else { return };
-        if ends == 0 {
             return;
         }
         let tag = a.cycle as u32;
-        let done = || {
-            let c = me.counter.load(Ordering::Acquire);
-            activation::count(c) == 0 && activation::tag(c) == tag
-        };
-        let mut seen = seen;
         let mut deadline = self.graph_deadline(a);
-        while !done() {
-            match self.clock.wait_changed(&me.trigger, seen, Some(deadline)) {
-                futex::Wait::Changed(_) if self.shared.stop.load(Ordering::Acquire) => break,
-                futex::Wait::Changed(v) => seen = v,
+        loop {
+            let (word, seen) = match readiness(view, table, 0, tag) {
+                Readiness::Ready { .. } | Readiness::Ahead => return,
+                Readiness::Behind(word, seen) => (word, seen),
+            };
+            match self.clock.wait_changed(word, seen, Some(deadline)) {
+                futex::Wait::Changed(_) if self.shared.stop.load(Ordering::Acquire) => return,
+                futex::Wait::Changed(_) => {}
                 futex::Wait::TimedOut if self.keep_waiting(view, a) => {
                     deadline = self.graph_deadline(a);
                 }
-                futex::Wait::TimedOut => break,
+                futex::Wait::TimedOut => return,
             }
         }
     }
@@ -283,10 +281,11 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     }
 }
 
-/// Step 5: switches to the pending graph table, if any. Real-time safe.
-fn switch_graph(view: &View) -> (usize, Table<'_>) {
-    let (cur, _) = switch::try_switch(&view.header().switch);
-    (cur, view.table(cur))
+/// Step 5: switches to the pending graph table, if any; returns the
+/// current table's index, whether it switched, and the table. Real-time safe.
+fn switch_graph(view: &View) -> (usize, bool, Table<'_>) {
+    let (cur, switched) = switch::try_switch(&view.header().switch);
+    (cur, switched, view.table(cur))
 }
 
 /// Step 6: the cycle's timer fields, under the timer seqlock. Real-time safe.
@@ -300,29 +299,23 @@ fn publish_timer(view: &View, a: CycleArgs) {
     });
 }
 
-/// Step 8: arms every active node for `cycle` and triggers the driver's
-/// downstream nodes. Returns the driver's count of graph ends and its
-/// trigger word before triggering (None without a driver record).
-/// Real-time safe.
-fn arm_and_trigger(view: &View, table: &Table<'_>, cycle: u64) -> Option<(u32, u32)> {
-    let tag = cycle as u32;
-    for slot in 1..table.client_hw() {
-        if table.client_state(slot) != client_state::ACTIVE {
-            continue;
-        }
-        if let Some(r) = view.record(slot) {
-            r.status
-                .store(NodeStatus::Waiting as u32, Ordering::Relaxed);
-            activation::reset(&r.counter, tag, table.init_count(slot));
-        }
-    }
-    let me = view.record(0)?;
-    let ends = table.init_count(0);
-    activation::reset(&me.counter, tag, ends);
+/// Step 8: releases `cycle` to the nodes the driver starts (its done word;
+/// every node waits for its upstream nodes' words, so nothing of theirs is
+/// written here), then, after a graph switch, bumps the header's epoch so
+/// that every sleeping process thread looks at the new table (it may be
+/// waiting for a node that left, or have joined the graph). False without
+/// a driver record. Real-time safe.
+fn start_graph(view: &View, cycle: u64, switched: bool) -> bool {
+    let Some(me) = view.record(0) else {
+        return false;
+    };
     me.cycle.store(cycle, Ordering::Relaxed);
-    let seen = me.trigger.load(Ordering::Acquire);
-    signal_downstream(view, table, 0, cycle);
-    Some((ends, seen))
+    me.finished_cycle.store(cycle, Ordering::Release);
+    release(me, cycle);
+    if switched {
+        futex::bump_and_wake(&view.header().epoch);
+    }
+    true
 }
 
 /// An iterator that knows its length (the profile ring writes an exact

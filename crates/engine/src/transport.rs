@@ -42,6 +42,9 @@ pub struct TransportEngine {
     last_cmd: Vec<u64>,
     /// Last relocation counter seen per slot.
     last_locate: Vec<u64>,
+    /// Address of the mailbox those were seen in, per slot: a new one (a
+    /// new client's node segment) starts from zero words.
+    last_mailbox: Vec<usize>,
     /// When the transport entered Starting (ns).
     starting_since: u64,
     /// Timebase master seen at the last cycle.
@@ -56,6 +59,7 @@ impl TransportEngine {
             advance: 0,
             last_cmd: vec![0; max_clients as usize],
             last_locate: vec![0; max_clients as usize],
+            last_mailbox: vec![0; max_clients as usize],
             starting_since: 0,
             master: 0,
         }
@@ -104,10 +108,11 @@ impl TransportEngine {
 
         // Requests from every slot, open or not: a command posted just before
         // its client closed still counts (jack_transport does exactly that).
-        // A request is a word that changed since the last cycle; the words
-        // are never reset (a new client of the slot advances them from the
-        // previous occupant's values), so no request can be mistaken for an
-        // old one.
+        // A request is a word that changed since the last cycle. A client
+        // that left keeps its mailbox readable for a while (the view's
+        // RETIRE_AFTER), so a command posted just before closing counts; a
+        // new client of the slot brings a new mailbox, whose words start
+        // from zero (a request it posted before this cycle counts).
         let mut cmd = command::NONE;
         let mut locate: Option<Position> = None;
         for slot in 1..view.layout().caps.max_clients {
@@ -115,6 +120,11 @@ impl TransportEngine {
                 continue;
             };
             let s = slot as usize;
+            let at = mb as *const resound_shm::Mailbox as usize;
+            if at != self.last_mailbox[s] {
+                self.last_mailbox[s] = at;
+                (self.last_cmd[s], self.last_locate[s]) = (0, 0);
+            }
             let w = mb.transport_cmd.load(Ordering::Acquire);
             if w != self.last_cmd[s] {
                 self.last_cmd[s] = w;

@@ -2,10 +2,13 @@
 //! ended, read once from its activation record.
 //!
 //! At the start of cycle k the driver judges cycle k-1 for every node that
-//! was active in it: finished, late after being woken, late still waiting
-//! for its inputs, or corrupt (an impossible status word). The stamps and
-//! the CPU time (valid only for a finished node, via
-//! `ActivationRecord::cpu_of(cycle)`) are copied here, never followed. Every
+//! was active in it: finished, late with its inputs ready (it ran short, or
+//! woke late), late still waiting for its inputs, or corrupt (an impossible
+//! status word). Whether its inputs were ready, and when, comes from its
+//! upstream nodes' records (each released k-1, and when), which the node
+//! cannot misreport. The stamps and the CPU time (valid only for a finished
+//! node, via `ActivationRecord::cpu_of(cycle)`) are copied here, never
+//! followed. Every
 //! consumer reads the verdicts and not the records: the reservation
 //! controllers (xrun bumps, CPU samples), the profile ring rows, the xrun
 //! events and the DSP load.
@@ -21,8 +24,8 @@ use resound_shm::{client_state, ActivationRecord, NodeStatus, Table, View};
 pub enum Outcome {
     /// It finished the cycle.
     Finished,
-    /// Late: it had been woken (triggered or running) but did not finish, so
-    /// it ran short itself.
+    /// Late: its inputs were ready (every upstream node released the
+    /// cycle) but it did not finish, so it ran short itself or woke late.
     Woken,
     /// Late: still waiting for its inputs (late because of its upstream).
     Waiting,
@@ -41,11 +44,12 @@ pub struct Verdict {
     pub cycle: u64,
     /// What became of it.
     pub outcome: Outcome,
-    /// It was triggered for this cycle (its record's cycle tag is this one).
+    /// Its inputs were ready for this cycle (every upstream node released it).
     pub signalled: bool,
     /// Its thread woke for this cycle (finished, or signalled and running).
     pub awake: bool,
-    /// When it was triggered (ns), 0 unless `signalled`.
+    /// When its inputs were ready (ns; the latest release of its upstream
+    /// nodes), 0 unless `signalled`.
     pub signal_ns: u64,
     /// When it woke (ns), 0 unless `awake`.
     pub awake_ns: u64,
@@ -57,18 +61,26 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Judges the node in `slot` on `cycle` from its record. Real-time safe.
-    pub fn judge(r: &ActivationRecord, slot: u32, uuid: u64, cycle: u64) -> Verdict {
+    /// Judges the node in `slot` on `cycle` from its record, `inputs` being
+    /// when its inputs were ready (None: they were not). Real-time safe.
+    pub fn judge(
+        r: &ActivationRecord,
+        slot: u32,
+        uuid: u64,
+        cycle: u64,
+        inputs: Option<u64>,
+    ) -> Verdict {
         let status = r.status.load(Ordering::Relaxed);
         let finished = r.finished_cycle.load(Ordering::Acquire) == cycle;
+        let signalled = finished || inputs.is_some();
         let outcome = match NodeStatus::from_raw(status) {
             None => Outcome::Corrupt(status),
             Some(_) if finished => Outcome::Finished,
-            Some(NodeStatus::Triggered | NodeStatus::Running) => Outcome::Woken,
+            Some(_) if signalled => Outcome::Woken,
             Some(_) => Outcome::Waiting,
         };
-        let signalled = finished || r.cycle.load(Ordering::Relaxed) == cycle;
-        let awake = finished || (signalled && status == NodeStatus::Running as u32);
+        let ran = r.cycle.load(Ordering::Relaxed) == cycle;
+        let awake = finished || (ran && status == NodeStatus::Running as u32);
         let stamp = |valid: bool, a: &resound_shm::sync::AtomicU64| {
             if valid {
                 a.load(Ordering::Relaxed)
@@ -83,7 +95,7 @@ impl Verdict {
             outcome,
             signalled,
             awake,
-            signal_ns: stamp(signalled, &r.signal_ns),
+            signal_ns: inputs.unwrap_or_else(|| stamp(finished, &r.signal_ns)),
             awake_ns: stamp(awake, &r.awake_ns),
             finish_ns: stamp(finished, &r.finish_ns),
             cpu_ns: if finished { r.cpu_of(cycle) } else { None },
@@ -128,6 +140,24 @@ impl Verdict {
     }
 }
 
+/// When the inputs of `slot` were ready for `cycle`: the latest release
+/// time of its upstream nodes in `table`, if every one of them released it
+/// (an upstream node whose segment is not mapped counts as released at no
+/// particular time). Real-time safe.
+pub fn inputs_ready(view: &View, table: &Table<'_>, slot: u32, cycle: u64) -> Option<u64> {
+    let mut at = 0;
+    for i in 0..table.up_count(slot) {
+        let Some(u) = table.up_at(slot, i).and_then(|u| view.record(u)) else {
+            continue;
+        };
+        if u.finished_cycle.load(Ordering::Acquire) != cycle {
+            return None;
+        }
+        at = at.max(u.release_ns.load(Ordering::Relaxed));
+    }
+    Some(at)
+}
+
 /// Judges every client active in `table` on `cycle`, into `out` (cleared;
 /// never grows past its capacity). Real-time safe.
 pub fn judge_all(view: &View, table: Table<'_>, cycle: u64, out: &mut Vec<Verdict>) {
@@ -137,7 +167,8 @@ pub fn judge_all(view: &View, table: Table<'_>, cycle: u64, out: &mut Vec<Verdic
             continue;
         }
         if let Some(r) = view.record(slot) {
-            out.push(Verdict::judge(r, slot, table.client_uuid(slot), cycle));
+            let inputs = inputs_ready(view, &table, slot, cycle);
+            out.push(Verdict::judge(r, slot, table.client_uuid(slot), cycle, inputs));
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Compilation of the model into the flat form the real-time side reads
-//! from shared memory (see the crate docs): activation counts, downstream
-//! edges, per-input sources, the activation order, feedback connections.
+//! from shared memory (see the crate docs): upstream edges (whose release
+//! each node waits for), per-input sources, the activation order, feedback
+//! connections.
 //!
 //! Threads: the server's control thread, under its state lock.
 
@@ -19,7 +20,7 @@ pub struct Compiled {
     pub ports: Vec<PortEntry>,
     /// Flat sources array (CSR, see [`shm`]).
     pub sources: Vec<u32>,
-    /// Flat edges array (CSR).
+    /// Flat edges array (CSR): per node, its upstream nodes.
     pub edges: Vec<u32>,
     /// Activation order (driver first).
     pub order: Vec<u32>,
@@ -90,7 +91,7 @@ impl Graph {
     }
 
     /// Client entries (index = slot, up to the high-water mark) and the flat
-    /// downstream edges they point into.
+    /// upstream edges they point into.
     fn client_entries(&self, deps: &Dependencies, flow: &Flow) -> (Vec<ClientEntry>, Vec<u32>) {
         let hw = self
             .clients
@@ -111,19 +112,21 @@ impl Graph {
                 client_state::OPEN
             };
             e.order = pos(slot);
-            e.down_start = edges.len() as u32;
+            e.up_start = edges.len() as u32;
             if slot == DRIVER {
-                e.init_count = flow.sinks.len() as u32;
-                edges.extend_from_slice(&flow.roots);
+                edges.extend_from_slice(&flow.sinks);
             } else if e.state == client_state::ACTIVE {
-                let s = slot as usize;
-                e.init_count = (flow.indeg[s] + deps.from_driver[s] as u32).max(1);
-                edges.extend_from_slice(&deps.succ[s]);
-                if flow.sinks.contains(&slot) {
+                if flow.roots.contains(&slot) {
                     edges.push(DRIVER);
                 }
+                edges.extend(
+                    flow.order
+                        .iter()
+                        .copied()
+                        .filter(|&u| u != DRIVER && deps.succ[u as usize].contains(&slot)),
+                );
             }
-            e.down_count = edges.len() as u32 - e.down_start;
+            e.up_count = edges.len() as u32 - e.up_start;
         }
         (clients, edges)
     }
@@ -183,11 +186,9 @@ struct Dependencies {
     feedback: Vec<Connection>,
 }
 
-/// How activation flows: in-degrees, the clients the driver triggers and
-/// those that signal it back, and the topological order.
+/// How activation flows: the clients the driver starts and those that end
+/// the graph, and the topological order.
 struct Flow {
-    /// Per slot: client-to-client dependencies.
-    indeg: Vec<u32>,
     /// Clients fed by capture or with no client upstream (the driver triggers them).
     roots: Vec<u32>,
     /// Clients that end the graph (they signal the driver).
@@ -217,7 +218,6 @@ impl Flow {
             .collect();
         let order = topological_order(deps, active, &indeg);
         Flow {
-            indeg,
             roots,
             sinks,
             order,
@@ -226,7 +226,7 @@ impl Flow {
 }
 
 /// Topological order of the active clients (Kahn, lowest slot first),
-/// driver first: for display and for the driver's reset loop.
+/// driver first: for display and for the order of each node's upstream list.
 fn topological_order(deps: &Dependencies, active: &[u32], indeg: &[u32]) -> Vec<u32> {
     let mut order = vec![DRIVER];
     let mut deg = indeg.to_vec();
@@ -269,6 +269,30 @@ fn reaches(succ: &[Vec<u32>], from: u32, to: u32) -> bool {
 }
 
 impl Compiled {
+    /// The upstream nodes of `slot` (its range in `edges`).
+    pub fn upstream(&self, slot: u32) -> &[u32] {
+        self.clients.get(slot as usize).map_or(&[][..], |e| {
+            let start = e.up_start as usize;
+            self.edges
+                .get(start..start + e.up_count as usize)
+                .unwrap_or(&[])
+        })
+    }
+
+    /// Per node (index = slot), the nodes downstream of it: the upstream
+    /// edges turned around (the driver's: the nodes it starts).
+    pub fn downstream(&self) -> Vec<Vec<u32>> {
+        let mut down = vec![Vec::new(); self.clients.len()];
+        for v in 0..self.clients.len() as u32 {
+            for &u in self.upstream(v) {
+                if let Some(d) = down.get_mut(u as usize) {
+                    d.push(v);
+                }
+            }
+        }
+        down
+    }
+
     /// Writes this graph into the *next* table of `view` and marks it
     /// pending (`switch::begin_write` … `end_write`); the driver switches to
     /// it at its next cycle start. The one way a compiled graph reaches

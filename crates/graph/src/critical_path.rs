@@ -35,14 +35,10 @@ impl CriticalPath {
     /// The critical path of a compiled graph, with `work[slot]` the expected
     /// CPU time per cycle (ns) of the client in `slot` (slot 0: the driver).
     pub fn of(compiled: &Compiled, work: &[u64]) -> CriticalPath {
-        let down = |slot: u32| {
-            compiled.clients.get(slot as usize).map_or(&[][..], |e| {
-                let start = e.down_start as usize;
-                let end = start + e.down_count as usize;
-                compiled.edges.get(start..end).unwrap_or(&[])
-            })
-        };
-        CriticalPath::new(&compiled.order, work, down)
+        let down = compiled.downstream();
+        CriticalPath::new(&compiled.order, work, |slot| {
+            down.get(slot as usize).map_or(&[][..], |d| &d[..])
+        })
     }
 
     /// The critical path over nodes `0..work.len()` visited in `order` (a

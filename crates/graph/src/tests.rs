@@ -1,7 +1,6 @@
 use super::*;
 use proptest::prelude::*;
 use resound_shm::limits::{AUDIO_TYPE, MIDI_TYPE};
-use resound_shm::sync::{activation, AtomicU64};
 use resound_shm::{client_state, port_flags, Capacities};
 
 const IN: u32 = port_flags::IS_INPUT;
@@ -46,43 +45,28 @@ fn client(g: &mut Graph, name: &str) -> u32 {
 }
 
 /// Runs one cycle of the compiled activation sequentially, the way the
-/// driver and client threads do it, and returns the order nodes ran in.
-/// Panics if a node runs twice or the driver's end count never reaches zero.
+/// driver and client threads do it (a node runs once every upstream node
+/// released the cycle), and returns the order nodes ran in. Panics if the
+/// driver's upstream nodes (the graph's ends) never all release it.
 fn simulate(c: &Compiled, cycle: u32) -> Vec<u32> {
     let n = c.clients.len();
-    let counters: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
-    for (s, e) in c.clients.iter().enumerate() {
-        if e.state == client_state::ACTIVE {
-            activation::reset(&counters[s], cycle, e.init_count);
-        }
-    }
-    let edges = |s: u32| {
-        let e = &c.clients[s as usize];
-        c.edges[e.down_start as usize..(e.down_start + e.down_count) as usize].to_vec()
-    };
+    let mut done = vec![cycle - 1; n];
+    done[DRIVER as usize] = cycle;
     let mut ran = Vec::new();
-    let mut graph_end = c.clients[0].init_count == 0;
-    let mut ready: Vec<u32> = Vec::new();
-    for d in edges(DRIVER) {
-        if activation::decrement(&counters[d as usize], cycle) {
-            ready.push(d);
-        }
-    }
-    while let Some(u) = ready.pop() {
-        assert!(!ran.contains(&u), "node {u} ran twice");
+    loop {
+        let ready = (1..n as u32).find(|&s| {
+            c.clients[s as usize].state == client_state::ACTIVE
+                && done[s as usize] != cycle
+                && c.upstream(s).iter().all(|&u| done[u as usize] == cycle)
+        });
+        let Some(u) = ready else { break };
         ran.push(u);
-        for d in edges(u) {
-            if activation::decrement(&counters[d as usize], cycle) {
-                if d == DRIVER {
-                    assert!(!graph_end, "graph ended twice");
-                    graph_end = true;
-                } else {
-                    ready.push(d);
-                }
-            }
-        }
+        done[u as usize] = cycle;
     }
-    assert!(graph_end, "graph never signalled its end to the driver");
+    assert!(
+        c.upstream(DRIVER).iter().all(|&u| done[u as usize] == cycle),
+        "graph never signalled its end to the driver"
+    );
     ran
 }
 
@@ -100,7 +84,7 @@ fn chain_runs_in_order_and_ends_at_driver() {
     assert_eq!(simulate(&comp, 1), vec![a, b, c]);
     assert_eq!(comp.order, vec![DRIVER, a, b, c]);
     assert_eq!(
-        comp.clients[DRIVER as usize].init_count, 1,
+        comp.clients[DRIVER as usize].up_count, 1,
         "only c ends the graph"
     );
     assert!(comp.feedback.is_empty());
@@ -144,7 +128,7 @@ fn parallel_branches_join() {
     g.connect("a:out", "m:in").unwrap();
     g.connect("b:out", "m:in").unwrap();
     let comp = g.compile();
-    assert_eq!(comp.clients[m as usize].init_count, 2);
+    assert_eq!(comp.clients[m as usize].up_count, 2);
     let ran = simulate(&comp, 3);
     assert_eq!(ran.last(), Some(&m));
     assert!(ran.contains(&a) && ran.contains(&b));

@@ -7,10 +7,12 @@
 //! [postcard](https://docs.rs/postcard) payload.
 //!
 //! Handshake: the client's first frame is a [`Hello`]. The server answers with
-//! a [`Welcome`] frame; for a client (not a control session) the two memfds
-//! (control, shared) travel with that frame as SCM_RIGHTS ancillary data.
-//! After that the client sends [`Envelope`]s and the server sends
-//! [`ServerMsg`]s.
+//! a [`Welcome`] frame; for a client (not a control session) two memfds
+//! (the control segment and the driver's node segment) travel with that
+//! frame as SCM_RIGHTS ancillary data. After that the client sends
+//! [`Envelope`]s (a client first [`Request::AttachNode`] with its own node
+//! segment) and the server sends [`ServerMsg`]s ([`ServerMsg::Node`] with
+//! the other clients' node segments).
 
 pub use crate::status::{
     ClientStatus, GraphReservation, LateClient, ReservationStatus, Status, XrunRecord,
@@ -21,7 +23,7 @@ use std::mem::MaybeUninit;
 use std::os::unix::net::UnixStream;
 
 /// Protocol version; a server refuses clients of another version with a clear error.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// First frame from a client.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -52,7 +54,8 @@ pub enum HelloKind {
 /// The server's answer to [`Hello`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum Welcome {
-    /// Accepted as a client; the control and shared memfds come with this frame.
+    /// Accepted as a client; the memfds of the control segment and of the
+    /// driver's node segment come with this frame.
     Client {
         /// Slot of the client (index of its activation record and client entry).
         slot: u32,
@@ -302,6 +305,15 @@ pub enum Request {
         /// Starts (true) or stops (false) being real-time.
         on: bool,
     },
+    /// This client's node segment: its activation record, mailbox and port
+    /// buffers, a memfd it created, mapped read-write and then sealed
+    /// against writable mappings, shrinking and growing; the descriptor
+    /// travels with this frame (SCM_RIGHTS). The server checks the seals
+    /// and the size, maps it read-only and passes it on to the other
+    /// clients. Sent once, right after the welcome; a client cannot
+    /// activate before. Reply: [`Reply::Ok`], or an error saying what is
+    /// wrong with the descriptor.
+    AttachNode,
 }
 
 /// Replies.
@@ -373,6 +385,17 @@ pub enum ServerMsg {
     },
     /// An asynchronous notification.
     Notify(Notification),
+    /// The node segment of the client `uuid` in `slot` (read-only; the
+    /// memfd travels with this frame, SCM_RIGHTS): map it, it replaces
+    /// whatever that slot had. Sent to every client when another attaches
+    /// its segment, and to a client that attaches, one for each client
+    /// already there, before the reply.
+    Node {
+        /// Slot of that client.
+        slot: u32,
+        /// Its uuid.
+        uuid: u64,
+    },
 }
 
 /// Notifications, delivered on the client's non-real-time notification thread.

@@ -57,6 +57,7 @@ mod events;
 mod external_requests;
 mod handshake;
 mod internal_requests;
+mod node_segments;
 mod notify;
 mod port_requests;
 mod property_requests;

@@ -1,40 +1,66 @@
 //! The per-cycle operations both the driver and the clients' process threads
-//! perform: waking downstream nodes, and resolving an input port's buffer
-//! (zero copy for one live connection, mixing for several; for MIDI ports,
-//! merging the sources' events in time order). Real-time safe.
+//! perform: releasing a cycle to the nodes downstream, finding whether a
+//! node's inputs are ready (and which upstream node to sleep on if not),
+//! and resolving an input port's buffer (zero copy for one live connection,
+//! mixing for several; for MIDI ports, merging the sources' events in time
+//! order). Real-time safe.
 
-use crate::sync::{activation, futex, Ordering};
+use crate::sync::{futex, AtomicU32, Ordering};
 use crate::time::monotonic_ns;
-use crate::{client_state, port_flags, ActivationRecord, NodeStatus, Table, View};
+use crate::{client_state, port_flags, ActivationRecord, Table, View};
 
-/// Decrements node `d`'s counter for `cycle` and wakes it if that was its last input.
+/// Releases `cycle` to every node downstream of the owner of `r`: stamps
+/// the release time, stores the cycle's tag in the done word (release: the
+/// outputs written before are visible to whoever sees the tag) and wakes
+/// every node sleeping on it, with one `FUTEX_WAKE`. The caller is the
+/// record's owner. Real-time safe.
 #[inline]
-pub fn signal(view: &View, d: u32, cycle: u64) {
-    let Some(r) = view.record(d) else { return };
-    if activation::decrement(&r.counter, cycle as u32) {
-        trigger(r, cycle);
-    }
+pub fn release(r: &ActivationRecord, cycle: u64) {
+    r.release_ns.store(monotonic_ns(), Ordering::Relaxed);
+    r.done.store(cycle as u32, Ordering::Release);
+    futex::wake_all(&r.done);
 }
 
-/// Wakes a node for `cycle`: stamps signal time and cycle, then bumps its futex word.
-#[inline]
-pub fn trigger(r: &ActivationRecord, cycle: u64) {
-    r.cycle.store(cycle, Ordering::Relaxed);
-    r.signal_ns.store(monotonic_ns(), Ordering::Relaxed);
-    r.status
-        .store(NodeStatus::Triggered as u32, Ordering::Relaxed);
-    // The Release in the bump publishes the stores above to the woken thread.
-    futex::bump_and_wake(&r.trigger);
+/// Whether a node's inputs are ready for a cycle ([`readiness`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Readiness<'a> {
+    /// Every upstream node released the cycle; the latest did at `signal_ns`.
+    Ready {
+        /// Latest release time of the upstream nodes (CLOCK_MONOTONIC ns).
+        signal_ns: u64,
+    },
+    /// This upstream done word still holds `seen`, another cycle's tag:
+    /// sleep on it.
+    Behind(&'a AtomicU32, u32),
+    /// An upstream node claims a later cycle than the one asked about: the
+    /// cycle moved on (or the upstream scribbles); look again at the
+    /// driver's word.
+    Ahead,
 }
 
-/// Signals every downstream node of `slot` in `table` for `cycle`.
+/// Whether every upstream node of `slot` in `table` (its range in the
+/// table's edges: the driver, for a node fed by it or by nobody, and the
+/// clients feeding it) has released the cycle with tag `tag`. An upstream
+/// node whose segment is not mapped here counts as released (its outputs
+/// then read as silence), so a missing segment never stalls a node.
+/// Real-time safe.
 #[inline]
-pub fn signal_downstream(view: &View, table: &Table<'_>, slot: u32, cycle: u64) {
-    for i in 0..table.down_count(slot) {
-        if let Some(d) = table.down_at(slot, i) {
-            signal(view, d, cycle);
+pub fn readiness<'v>(view: &'v View, table: &Table<'_>, slot: u32, tag: u32) -> Readiness<'v> {
+    let mut signal_ns = 0;
+    for i in 0..table.up_count(slot) {
+        let Some(r) = table.up_at(slot, i).and_then(|u| view.record(u)) else {
+            continue;
+        };
+        let done = r.done.load(Ordering::Acquire);
+        if done != tag {
+            if (done.wrapping_sub(tag) as i32) > 0 {
+                return Readiness::Ahead;
+            }
+            return Readiness::Behind(&r.done, done);
         }
+        signal_ns = signal_ns.max(r.release_ns.load(Ordering::Relaxed));
     }
+    Readiness::Ready { signal_ns }
 }
 
 /// Whether output port `src` is produced this cycle (its owner runs).
@@ -73,13 +99,13 @@ fn resolve(view: &View, table: &Table<'_>, port: u32, me: u32) -> Source {
             }
         }
     }
-    let (Some(first), Some(own)) = (first, view.port_buffer(port)) else {
+    let (Some(first), Some(own)) = (first, view.port_buffer(me, port)) else {
         return Source::Nothing;
     };
     let first_is_mine = matches!(table.port_info(first), Some((_, owner, _, _)) if owner == me);
     if live == 1 && !first_is_mine {
         return view
-            .port_buffer(first)
+            .port_buffer_in(table, first)
             .map_or(Source::Nothing, Source::Direct);
     }
     Source::Combine(own)
@@ -105,8 +131,8 @@ pub fn input_buffer(
         Source::Direct(p) => return p,
         Source::Combine(own) => own,
     };
-    // SAFETY: `own` is this input port's buffer (max_frames f32) in the shared
-    // segment, written only by the port's owner, which is the caller.
+    // SAFETY: `own` is this input port's buffer (max_frames f32) in the
+    // caller's own node segment, which only the caller writes.
     let out = unsafe { std::slice::from_raw_parts_mut(own, frames) };
     out.fill(0.0);
     mix_sources(view, table, port, out);
@@ -123,7 +149,7 @@ pub fn mix_sources(view: &View, table: &Table<'_>, port: u32, out: &mut [f32]) {
         if !source_is_live(table, s) {
             continue;
         }
-        let Some(p) = view.port_buffer(s) else {
+        let Some(p) = view.port_buffer_in(table, s) else {
             continue;
         };
         // SAFETY: a port buffer holds max_frames ≥ out.len() f32. Its owner may
@@ -158,7 +184,7 @@ pub fn midi_input_buffer(
     let sources = (0..table.source_count(port))
         .filter_map(|i| table.source_at(port, i))
         .filter(|&s| source_is_live(table, s) && s != port)
-        .filter_map(|s| view.port_buffer(s))
+        .filter_map(|s| view.port_buffer_in(table, s))
         .map(|p| p as *const u8);
     // SAFETY: `own` is this input port's buffer (≥ MIDI_BUFFER_BYTES, 64-byte
     // aligned) written only by its owner, the caller; every source is another

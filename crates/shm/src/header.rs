@@ -112,6 +112,14 @@ pub struct ControlHeader {
     pub max_delayed_us: AtomicU32,
     /// Wake-up delay (µs) of the driver in the last cycle with an xrun. Writer: driver.
     pub xrun_delayed_us: AtomicU32,
+    // ---- layout 5: node segments ----
+    /// Futex word every client process thread also sleeps on, besides the
+    /// `done` word of the upstream node it waits for: bumped by the driver
+    /// after a cycle start that switched the graph table (a sleeper may
+    /// wait for a node that is no longer upstream of it, or no longer
+    /// runs), and by the control thread when the server stops. Only its
+    /// changes matter.
+    pub epoch: AtomicU32,
 }
 
 /// The timer fields of the current cycle, as the driver publishes them

@@ -1,4 +1,4 @@
-//! The layout of the two shared-memory segments: where everything lies,
+//! The layout of the shared-memory segments: where everything lies,
 //! computed the same way by the server and every client from four
 //! capacities ([`Layout::new`]). The structs themselves live in
 //! [`crate::header`], [`crate::table`] and [`crate::record`]; the memfd
@@ -7,8 +7,10 @@
 //!
 //! ## Segments
 //!
-//! A server owns two memfd segments and passes both to every client over its
-//! socket (SCM_RIGHTS); nothing is ever created in /dev/shm, so nothing leaks.
+//! A server owns the control segment and the driver's node segment and
+//! passes both to every client over its socket (SCM_RIGHTS); each client
+//! adds its own node segment, which the server passes on to the others.
+//! Nothing is ever created in /dev/shm, so nothing leaks.
 //!
 //! ## The control segment (server writes, clients map read-only)
 //!
@@ -28,35 +30,45 @@
 //! `max_ports` [`PortEntry`], and three flat `u32` arrays addressed by
 //! (start, count) ranges from the entries (CSR form): `sources` (per input
 //! port, the output ports connected to it), `edges` (per node, the nodes it
-//! must decrement when it finishes; node 0 is the driver) and `order` (the
+//! waits for, its upstream nodes; node 0 is the driver) and `order` (the
 //! activation order, for display).
 //!
-//! ## The shared segment (everyone maps read-write)
+//! ## Node segments (each writable by its owner only)
 //!
-//! Sealed against shrinking and growing (a client truncating it would
-//! otherwise SIGBUS the server).
+//! One memfd per node slot: slot 0's belongs to the driver (the server
+//! creates it), a client's is created by its own client library, which maps
+//! it read-write and then seals it (`F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK |
+//! F_SEAL_GROW`) before it hands the descriptor to the server. The server
+//! checks the seals and maps it read-only, and passes it on to the other
+//! clients, which can only map it read-only too. So a client can write its
+//! own activation record, mailbox and port buffers, and nothing of anybody
+//! else's: whatever it scribbles reaches at most the clients its own
+//! outputs feed, as a bad signal would.
 //!
 //! ```text
-//!   0                     ActivationRecord[max_clients]  (slot 0 = driver)
+//!   0                     ActivationRecord (the owner's cycle stamps and done word)
+//!   mailbox_offset        Mailbox: the owner's requests to the driver (transport
+//!                         commands, relocation, slow-sync readiness, timebase
+//!                         output), sanitised by the driver
 //!   buffers_offset        port buffers: max_ports x buffer_stride bytes,
-//!                         port i at buffers_offset + i * buffer_stride
-//!                         (audio: max_frames f32; MIDI: a crate::midi buffer)
-//!   mailbox_offset        Mailbox[max_clients]: each client's requests to the
-//!                         driver (transport commands, relocation, slow-sync
-//!                         readiness, timebase output), sanitised by the driver
+//!                         port i at buffers_offset + i * buffer_stride in the
+//!                         segment of the port's owner (audio: max_frames f32;
+//!                         MIDI: a crate::midi buffer). Only the owner's ports
+//!                         are ever touched: the rest of the file stays a hole
+//!                         and costs no memory.
 //! ```
 //!
-//! A client can write anything here. The server therefore only reads numbers
-//! it sanitises (times, status values) and never follows an index from this
-//! segment; indices come from the read-only control segment, and even those
-//! are bounds-checked by every reader ([`crate::View`]).
+//! The server and every reader sanitise what they read from a node segment
+//! (times, status values) and never follow an index from one; indices come
+//! from the read-only control segment, and even those are bounds-checked by
+//! every reader ([`crate::View`]).
 
 use crate::{ActivationRecord, ClientEntry, ControlHeader, Mailbox, PortEntry, TableHeader};
 
 /// `b"RESOUND\0"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RESOUND\0");
 /// Layout version; bumped on any change of the structs below.
-pub const LAYOUT_VERSION: u32 = 4;
+pub const LAYOUT_VERSION: u32 = 5;
 /// Bytes reserved for the control header (one page).
 pub const HEADER_BYTES: usize = 4096;
 /// Alignment of each port buffer (bytes).
@@ -84,7 +96,7 @@ pub struct Capacities {
     pub max_frames: u32,
 }
 
-/// Byte offsets of everything in both segments.
+/// Byte offsets of everything in the control segment and in a node segment.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Layout {
     /// The capacities this layout was computed from.
@@ -109,14 +121,14 @@ pub struct Layout {
     pub silence_offset: usize,
     /// Total bytes of the control segment.
     pub control_bytes: usize,
-    /// Offset of the port buffers in the shared segment.
+    /// Offset of the port buffers in a node segment.
     pub buffers_offset: usize,
     /// Bytes between two port buffers.
     pub buffer_stride: usize,
-    /// Offset of the mailboxes in the shared segment.
+    /// Offset of the mailbox in a node segment.
     pub mailbox_offset: usize,
-    /// Total bytes of the shared segment.
-    pub shared_bytes: usize,
+    /// Total bytes of a node segment.
+    pub node_bytes: usize,
 }
 
 fn align_up(x: usize, a: usize) -> usize {
@@ -159,10 +171,10 @@ impl Layout {
         // Every port buffer (and the silence buffer) also holds a MIDI buffer.
         let port_bytes = (caps.max_frames as usize * 4).max(crate::midi::MIDI_BUFFER_BYTES);
         let control_bytes = align_up(silence_offset + port_bytes, 4096);
-        let buffers_offset = align_up(mc * std::mem::size_of::<ActivationRecord>(), 4096);
+        let mailbox_offset = align_up(std::mem::size_of::<ActivationRecord>(), 64);
+        let buffers_offset = align_up(mailbox_offset + std::mem::size_of::<Mailbox>(), 4096);
         let buffer_stride = align_up(port_bytes, BUFFER_ALIGN);
-        let mailbox_offset = align_up(buffers_offset + mp * buffer_stride, 4096);
-        let shared_bytes = align_up(mailbox_offset + mc * std::mem::size_of::<Mailbox>(), 4096);
+        let node_bytes = align_up(buffers_offset + mp * buffer_stride, 4096);
         Ok(Layout {
             caps,
             table_offset: [t0, t1],
@@ -178,7 +190,7 @@ impl Layout {
             buffers_offset,
             buffer_stride,
             mailbox_offset,
-            shared_bytes,
+            node_bytes,
         })
     }
 }
@@ -209,9 +221,10 @@ mod tests {
         assert!(l.silence_offset >= l.table_offset[1] + l.table_bytes);
         assert!(l.control_bytes >= l.silence_offset + 256 * 4);
         assert!(l.order_at + 8 * 4 <= l.table_bytes);
-        assert!(l.buffers_offset >= 8 * 128);
+        assert!(l.mailbox_offset >= 128);
+        assert!(l.buffers_offset >= l.mailbox_offset + std::mem::size_of::<Mailbox>());
         assert_eq!(l.buffer_stride % BUFFER_ALIGN, 0);
-        assert!(l.shared_bytes >= l.buffers_offset + 16 * l.buffer_stride);
+        assert!(l.node_bytes >= l.buffers_offset + 16 * l.buffer_stride);
         assert!(Layout::new(Capacities {
             max_frames: 1,
             ..caps()

@@ -1,9 +1,11 @@
-//! The per-node records of the shared segment, which every client maps
-//! read-write: [`ActivationRecord`] (one per node slot, the driver's slot 0
-//! included) and [`Mailbox`] (a client's requests to the driver). Any
-//! client may scribble on any of them, so every reader sanitises what it
-//! reads and follows no index from here. Written and read by real-time
-//! threads (driver and client process threads).
+//! The records of a node segment ([`crate::layout`]): [`ActivationRecord`]
+//! (the owner's cycle stamps and its *done* word, the futex word its
+//! downstream nodes sleep on) and [`Mailbox`] (a client's requests to the
+//! driver). Only the owner writes them (a client its own; the driver
+//! slot 0's); everyone else maps them read-only. The owner may still write
+//! anything there, so every reader sanitises what it reads and follows no
+//! index from here. Written and read by real-time threads (driver and
+//! client process threads).
 
 use crate::sync::{AtomicU32, AtomicU64, Ordering};
 use crate::transport::PositionCell;
@@ -12,15 +14,15 @@ use crate::transport::PositionCell;
 #[repr(u32)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeStatus {
-    /// Not part of the running graph.
+    /// Not running a cycle (a fresh record).
     Idle = 0,
-    /// Armed by the driver for this cycle, waiting for its inputs.
+    /// Asleep, waiting for its inputs.
     Waiting = 1,
-    /// Its counter reached zero; its thread has been woken.
+    /// Kept for the numbering of older layouts; nobody writes it now.
     Triggered = 2,
     /// Its thread is running the process callback.
     Running = 3,
-    /// It finished this cycle and signalled its outputs.
+    /// It finished its last cycle and released its downstream nodes.
     Finished = 4,
 }
 
@@ -39,78 +41,89 @@ impl NodeStatus {
     }
 }
 
-/// Per-node activation record in the shared segment, one cache-line pair
-/// each, slot 0 the driver's. Every field may be scribbled on by any client;
-/// nobody follows a value from here as an index, and the driver sanitises
-/// what it reads (see each field).
+/// A node's activation record, first thing in its node segment (slot 0:
+/// the driver's). Written by the node only (a client's process thread, the
+/// driver thread for slot 0); read by the nodes downstream of it (its
+/// `done` word and `release_ns`) and by the driver (everything, at the
+/// look-back). The owner may scribble on it: nobody follows a value from
+/// here as an index, and the driver sanitises what it reads (see each
+/// field); what a scribbled record can do is run its own downstream nodes
+/// early, late or never, as a bad signal would.
+///
+/// Activation is data flow without any shared counter: a node runs cycle
+/// `k` once the driver has started it (the driver's `done` word is `k`) and
+/// every node upstream of it (its range in the table's `edges`) has
+/// released `k` (their `done` words are `k`). It sleeps on the `done` word
+/// of one upstream node that has not ([`crate::cycle::readiness`]), so each
+/// release wakes exactly the nodes that read it, with one `FUTEX_WAKE`.
 ///
 /// Order within one cycle `k` of a node:
 ///
 /// ```text
-///   driver (cycle start)   status = Waiting; counter = (k, init_count)
-///   last upstream node     counter → (k, 0); cycle = k; signal_ns; status = Triggered;
-///                          trigger += 1 (release) and futex wake
-///   the node's thread      (wakes on trigger, acquire) awake_ns; status = Running;
+///   driver (cycle start)   release_ns; finished_cycle = k; done = k (release); wake
+///   the node's thread      (finds every upstream done == k, acquire)
+///                          cycle = k; signal_ns; awake_ns; status = Running;
 ///                          … process …; finish_ns; finished_cycle = k (release);
-///                          status = Finished (release); signals downstream; cpu = (k, ns)
-///   driver (cycle k + 1)   reads finished_cycle, status, finish_ns, signal_ns,
-///                          awake_ns, cpu for cycle k (profile, reservations, xruns)
+///                          status = Finished; release_ns; done = k (release);
+///                          wake its downstream; cpu = (k, ns)
+///   driver (cycle k + 1)   reads finished_cycle, status, stamps and cpu of
+///                          every node for cycle k (profile, reservations,
+///                          xruns), and the upstream nodes' release stamps
 /// ```
 #[repr(C, align(128))]
 pub struct ActivationRecord {
-    /// Cycle-tagged activation counter: high 32 bits the cycle, low 32 bits
-    /// the upstream nodes still to finish ([`crate::sync::activation`]).
-    /// Writers: the driver (reset at cycle start, release), each upstream
-    /// node (tag-checked CAS decrement). Reader: the decrementers. A
-    /// scribbled value can only make a decrement a no-op (wrong tag) or
-    /// trigger the node early or never; the driver then sees it late.
-    pub counter: AtomicU64,
-    /// Futex word the node's thread sleeps on; whoever triggers the node
-    /// bumps it (release) after the stores of `cycle`, `signal_ns` and
-    /// `status`, then wakes it. Reader: the node's thread (acquire). Only its
-    /// changes matter, not its value.
-    pub trigger: AtomicU32,
-    /// [`NodeStatus`] as u32. Writers: the driver (Waiting at cycle start,
-    /// Idle when the client leaves), the triggerer (Triggered), the node
-    /// (Running on wake-up, Finished after `finished_cycle`). Reader: the
+    /// Futex word: the low 32 bits of the last cycle this node released
+    /// (a client: finished and passed on; the driver: started). Writer: the
+    /// owner (release, after everything it produced for that cycle), then
+    /// `FUTEX_WAKE`. Readers: the downstream nodes (acquire), compared for
+    /// equality with the cycle they wait for; the driver waits on the graph
+    /// ends' words in sync mode.
+    pub done: AtomicU32,
+    /// [`NodeStatus`] as u32. Writer: the owner (Waiting before it sleeps,
+    /// Running on wake-up, Finished after `finished_cycle`). Reader: the
     /// driver, which decodes it with [`NodeStatus::from_raw`] and reports a
     /// value outside the enum as a corrupt record instead of using it.
     pub status: AtomicU32,
-    /// Cycle the node was last triggered for. Writer: the triggerer, before
-    /// bumping `trigger`. Readers: the node's thread after waking (the cycle
-    /// to process), the driver (compared with its own cycle number only:
-    /// "was it triggered for k?").
+    /// Cycle the node last woke up to run. Writer: the owner, first thing
+    /// after it found its inputs ready. Reader: the driver (compared with
+    /// its own cycle number only: "was it running k?").
     pub cycle: AtomicU64,
-    /// CLOCK_MONOTONIC ns at which the node was triggered. Writer: the
-    /// triggerer, before bumping `trigger`. Reader: the driver, copied into
-    /// the profile only when `cycle` says it belongs to the cycle profiled
-    /// (a number, never used for control).
+    /// CLOCK_MONOTONIC ns at which the node's inputs were all ready for
+    /// `cycle` (the latest `release_ns` of its upstream nodes), as the node
+    /// saw it. Writer: the owner, with `cycle`. Reader: tools showing a
+    /// client's own view; the driver computes the same from the upstream
+    /// records, which the node cannot misreport.
     pub signal_ns: AtomicU64,
+    /// CLOCK_MONOTONIC ns at which this node released its downstream nodes
+    /// for `finished_cycle`. Writer: the owner, before `done`. Readers: the
+    /// downstream nodes and the driver (their signal time), only when
+    /// `finished_cycle` is the cycle they look at (a number, never used for
+    /// control).
+    pub release_ns: AtomicU64,
     /// CLOCK_MONOTONIC ns at which the node's thread woke for `cycle`.
-    /// Writer: the node, first thing after waking. Reader: the driver, as
-    /// `signal_ns` (profile only).
+    /// Writer: the owner, first thing after waking. Reader: the driver
+    /// (profile only).
     pub awake_ns: AtomicU64,
     /// CLOCK_MONOTONIC ns at which its process callback returned. Writer: the
-    /// node, before `finished_cycle`. Reader: the driver, only when
+    /// owner, before `finished_cycle`. Reader: the driver, only when
     /// `finished_cycle` is the cycle it checks (profile, end of graph time).
     pub finish_ns: AtomicU64,
     /// CPU time its thread used in one cycle, from wake-up to going back to
     /// sleep (CLOCK_THREAD_CPUTIME_ID delta), *tagged with that cycle*:
     /// `(cycle as u32) << 32 | min(ns, u32::MAX)`. One atomic store, so a
     /// reader never pairs one cycle's tag with another's time. Writer: the
-    /// node, as its last store of the cycle, *after* `finished_cycle` and
-    /// signalling downstream (so the figure includes that work): a reader
-    /// that sees `finished_cycle == k` may still find the tag of `k - 1`
-    /// here, and must then treat the CPU time of `k` as not yet known.
-    /// Readers: the driver (reservation controller, profile) and status
-    /// replies; a client can only misreport its own CPU time, at most
-    /// u32::MAX ns. Use [`ActivationRecord::store_cpu`] /
-    /// [`ActivationRecord::cpu_of`].
+    /// owner, as its last store of the cycle, *after* `done` and the wake
+    /// (so the figure includes that work): a reader that sees
+    /// `finished_cycle == k` may still find the tag of `k - 1` here, and
+    /// must then treat the CPU time of `k` as not yet known. Readers: the
+    /// driver (reservation controller, profile) and status replies; a
+    /// client can only misreport its own CPU time, at most u32::MAX ns. Use
+    /// [`ActivationRecord::store_cpu`] / [`ActivationRecord::cpu_of`].
     pub cpu: AtomicU64,
-    /// Last cycle the node completed. Writer: the node (release, after
-    /// `finish_ns`), the server (0 when a client takes the slot). Reader: the
-    /// driver (acquire), compared with the cycle it checks: anything else
-    /// means "late".
+    /// Last cycle the node completed (the driver: last cycle it started).
+    /// Writer: the owner (release, after `finish_ns`). Reader: the driver
+    /// (acquire), compared with the cycle it checks: anything else means
+    /// "late".
     pub finished_cycle: AtomicU64,
 }
 
@@ -137,12 +150,14 @@ impl ActivationRecord {
     }
 }
 
-/// A client's requests to the driver, one per node slot in the shared
-/// segment. Writers: the client (any of its threads; real-time safe: plain
-/// atomics and bounded seqlock writes), and the server, which resets it when
-/// a client takes the slot (except the two request words, see
-/// [`Mailbox::reset`]). Reader: the driver, once per cycle start, which
-/// sanitises everything and follows no index from here (see each field).
+/// A client's requests to the driver, in its node segment. Writer: the
+/// client (any of its threads; real-time safe: plain atomics and bounded
+/// seqlock writes). Reader: the driver, once per cycle start, which
+/// sanitises everything and follows no index from here (see each field). A
+/// new client's mailbox is a fresh segment: the driver takes its request
+/// words as they are when the client appears (see
+/// `resound_engine::transport`), so whatever a new segment holds is never
+/// read as a request.
 #[repr(C, align(64))]
 pub struct Mailbox {
     /// Transport command: `(sequence << 8) | command`

@@ -50,6 +50,39 @@ impl Segment {
         Self::map_fd(fd, expected, writable)
     }
 
+    /// Maps, read-only, a node segment another process created and sealed
+    /// (the server adopting a client's, a client the others'): it must be
+    /// a memfd of exactly `expected` bytes that nobody can map writable any
+    /// more, shrink or grow (`F_SEAL_FUTURE_WRITE | F_SEAL_SHRINK |
+    /// F_SEAL_GROW`). Any other descriptor (a file on disk, a socket, an
+    /// unsealed memfd someone could still write through, or truncate under
+    /// a reader) is refused with a message saying why.
+    pub fn map_sealed(fd: OwnedFd, expected: usize) -> io::Result<Segment> {
+        use rustix::fs::{fcntl_get_seals, FileType, SealFlags};
+        let bad = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
+        let st = rustix::fs::fstat(&fd)?;
+        if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+            return Err(bad("a node segment must be a memfd".into()));
+        }
+        let seals = fcntl_get_seals(&fd)
+            .map_err(|_| bad("a node segment must be a sealable memfd".into()))?;
+        let needed = SealFlags::FUTURE_WRITE | SealFlags::SHRINK | SealFlags::GROW;
+        if !seals.contains(needed) {
+            return Err(bad(
+                "a node segment must be sealed against writable mappings, shrinking and growing"
+                    .into(),
+            ));
+        }
+        Self::map(fd, expected, false)
+    }
+
+    /// Device and inode of the file behind the segment: two descriptors of
+    /// one memfd give the same pair.
+    pub fn identity(&self) -> io::Result<(u64, u64)> {
+        let st = rustix::fs::fstat(&self.fd)?;
+        Ok((st.st_dev, st.st_ino))
+    }
+
     fn map_fd(fd: OwnedFd, len: usize, writable: bool) -> io::Result<Segment> {
         let prot = if writable {
             ProtFlags::READ | ProtFlags::WRITE

@@ -33,15 +33,17 @@
 //!   change without invalidating a copy. The word is in the sealed control
 //!   segment, so no client can make a reader retry.
 //!
-//! ## The activation counter ([`activation`])
+//! ## Activation by done words ([`futex`], [`crate::cycle`])
 //!
-//! One `u64` per graph node: high 32 bits the cycle tag, low 32 bits the
-//! number of upstream nodes still to finish this cycle. The driver resets it
-//! at cycle start to `(cycle, init_count)`; each finishing upstream node
-//! decrements it with a CAS *that only succeeds for its own cycle tag*; the
-//! one that brings it to zero triggers the node. A node that is late from an
-//! earlier cycle therefore cannot disturb the current one: its decrements are
-//! no-ops. Exactly one decrement per (node, cycle) returns "reached zero".
+//! There is no shared activation counter: nobody writes anything of
+//! another node's. Each node has a `u32` *done* word in its own record (the
+//! cycle tag it last released) and sleeps on the done word of an upstream
+//! node that has not released the cycle yet ([`futex::wait_any`], with the
+//! control header's `epoch` and a private wake word beside it). Releasing a
+//! cycle is one store and one `FUTEX_WAKE` on the releaser's own word,
+//! which wakes every node waiting on it ([`futex::wake_all`]). A node late
+//! from an earlier cycle cannot disturb the current one: its done word
+//! carries the earlier tag, which nobody waits for any more.
 
 #[cfg(loom)]
 pub use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -176,53 +178,6 @@ pub(crate) fn fence_acquire() {
     std::sync::atomic::fence(Ordering::Acquire);
 }
 
-/// The cycle-tagged activation counter (see the module docs).
-pub mod activation {
-    use super::{AtomicU64, Ordering};
-
-    /// Packs a cycle tag and a remaining count.
-    #[inline]
-    pub fn pack(cycle: u32, count: u32) -> u64 {
-        ((cycle as u64) << 32) | count as u64
-    }
-
-    /// Cycle tag of a counter value.
-    #[inline]
-    pub fn tag(v: u64) -> u32 {
-        (v >> 32) as u32
-    }
-
-    /// Remaining count of a counter value.
-    #[inline]
-    pub fn count(v: u64) -> u32 {
-        v as u32
-    }
-
-    /// Driver: arms the counter for `cycle` with `count` upstream nodes.
-    #[inline]
-    pub fn reset(c: &AtomicU64, cycle: u32, count: u32) {
-        c.store(pack(cycle, count), Ordering::Release);
-    }
-
-    /// Upstream node finished `cycle`: decrements the counter if it is still
-    /// armed for that cycle. Returns true for exactly the call that brought it
-    /// to zero; that caller must trigger the node.
-    #[inline]
-    pub fn decrement(c: &AtomicU64, cycle: u32) -> bool {
-        let mut v = c.load(Ordering::Acquire);
-        loop {
-            if tag(v) != cycle || count(v) == 0 {
-                return false;
-            }
-            let nv = v - 1;
-            match c.compare_exchange_weak(v, nv, Ordering::AcqRel, Ordering::Acquire) {
-                Ok(_) => return count(nv) == 0,
-                Err(x) => v = x,
-            }
-        }
-    }
-}
-
 /// Cross-process wake-ups on a `u32` futex word in shared memory.
 ///
 /// The waker bumps the word then wakes; the waiter remembers the value it
@@ -247,18 +202,55 @@ pub mod futex {
         wake_all(word);
     }
 
+    /// Wakes every waiter on the word without changing it (the caller has
+    /// already stored the new value). Works on a read-only mapping too.
     #[cfg(not(loom))]
     #[inline]
-    fn wake_all(word: &AtomicU32) {
+    pub fn wake_all(word: &AtomicU32) {
         use rustix::thread::futex;
         // Shared (non-private) futex: the word lives in memory mapped by
         // several processes. Errors are impossible for a valid address.
         let _ = futex::wake(word, futex::Flags::empty(), i32::MAX as u32);
     }
 
+    /// Loom model of the wake: nothing to do, waiters poll.
     #[cfg(loom)]
     #[inline]
-    fn wake_all(_word: &AtomicU32) {}
+    pub fn wake_all(_word: &AtomicU32) {}
+
+    /// Sleeps until any of `words` (at most [`WAIT_ANY_MAX`]) differs from
+    /// the value given with it, or CLOCK_MONOTONIC reaches `deadline_ns`
+    /// (`None`: no deadline), or a spurious wake-up: the caller re-checks
+    /// what it waits for and calls again. One `futex_waitv` (Linux 5.16);
+    /// the words may lie in read-only mappings. Real-time safe.
+    #[cfg(not(loom))]
+    pub fn wait_any(words: &[(&AtomicU32, u32)], deadline_ns: Option<u64>) -> Wait {
+        use rustix::thread::futex::{self, WaitFlags, WaitPtr, WaitvFlags};
+        let mut w = [futex::Wait::new(); WAIT_ANY_MAX];
+        let n = words.len().min(WAIT_ANY_MAX);
+        for (slot, (word, seen)) in w.iter_mut().zip(words) {
+            slot.val = *seen as u64;
+            slot.uaddr = WaitPtr::new(word.as_ptr().cast());
+            slot.flags = WaitFlags::SIZE_U32;
+        }
+        let ts = deadline_ns.map(crate::time::ns_to_ts);
+        let clock = rustix::time::ClockId::Monotonic;
+        match futex::waitv(&w[..n], WaitvFlags::empty(), ts.as_ref(), clock) {
+            Err(rustix::io::Errno::TIMEDOUT) => Wait::TimedOut,
+            Ok(i) => Wait::Changed(words.get(i).map_or(0, |(w, _)| w.load(Ordering::Acquire))),
+            Err(_) => Wait::Changed(0),
+        }
+    }
+
+    /// Loom model of [`wait_any`]: yields once (the caller re-checks).
+    #[cfg(loom)]
+    pub fn wait_any(_words: &[(&AtomicU32, u32)], _deadline_ns: Option<u64>) -> Wait {
+        loom::thread::yield_now();
+        Wait::Changed(0)
+    }
+
+    /// Most words [`wait_any`] sleeps on at once.
+    pub const WAIT_ANY_MAX: usize = 4;
 
     /// Waits until the word differs from `seen` or CLOCK_MONOTONIC reaches
     /// `deadline_ns` (`None`: no deadline).
@@ -335,20 +327,6 @@ mod tests {
     }
 
     #[test]
-    fn stale_decrements_are_no_ops() {
-        let c = AtomicU64::new(0);
-        activation::reset(&c, 7, 2);
-        assert!(!activation::decrement(&c, 6), "stale cycle must not count");
-        assert!(!activation::decrement(&c, 7));
-        assert!(
-            activation::decrement(&c, 7),
-            "second decrement reaches zero"
-        );
-        assert!(!activation::decrement(&c, 7), "never below zero");
-        assert_eq!(c.load(Ordering::Relaxed), activation::pack(7, 0));
-    }
-
-    #[test]
     fn futex_wait_times_out_and_sees_changes() {
         let w = AtomicU32::new(5);
         let deadline = crate::time::monotonic_ns() + 2_000_000;
@@ -359,5 +337,33 @@ mod tests {
         assert!(crate::time::monotonic_ns() >= deadline);
         futex::bump_and_wake(&w);
         assert_eq!(futex::wait_changed(&w, 5, None), futex::Wait::Changed(6));
+    }
+
+    #[test]
+    fn wait_any_wakes_on_any_word_and_times_out() {
+        let (a, b) = (AtomicU32::new(1), AtomicU32::new(2));
+        let deadline = crate::time::monotonic_ns() + 2_000_000;
+        assert_eq!(
+            futex::wait_any(&[(&a, 1), (&b, 2)], Some(deadline)),
+            futex::Wait::TimedOut
+        );
+        // A word that already differs returns at once.
+        b.store(3, Ordering::Relaxed);
+        assert_ne!(futex::wait_any(&[(&a, 1), (&b, 2)], None), futex::Wait::TimedOut);
+        // A change and wake from another thread ends the sleep.
+        let a = std::sync::Arc::new(a);
+        let waker = {
+            let a = a.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                a.store(9, Ordering::Release);
+                futex::wake_all(&a);
+            })
+        };
+        let far = crate::time::monotonic_ns() + 5_000_000_000;
+        while a.load(Ordering::Acquire) == 1 {
+            assert_ne!(futex::wait_any(&[(&a, 1), (&b, 3)], Some(far)), futex::Wait::TimedOut);
+        }
+        waker.join().unwrap();
     }
 }

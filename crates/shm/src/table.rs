@@ -57,15 +57,14 @@ pub struct ClientEntry {
     pub state: u32,
     /// Process id of the client (the server's own for the driver).
     pub pid: u32,
-    /// Activation count armed at cycle start: number of distinct upstream
-    /// nodes, the driver included, over non-feedback connections. ≥ 1 when
-    /// active. Read by the driver when it arms the node's counter.
-    pub init_count: u32,
-    /// Start of this node's range in `edges` (the nodes it decrements when
-    /// finished), in entries. Readers clamp (start, count) into `edges`.
-    pub down_start: u32,
-    /// Length of that range.
-    pub down_count: u32,
+    /// Start of this node's range in `edges`: its upstream nodes, the
+    /// nodes whose release it waits for (the driver, for a node fed by
+    /// capture or by nobody; the clients feeding it over non-feedback
+    /// connections; for the driver itself, the graph's ends). In entries;
+    /// readers clamp (start, count) into `edges`.
+    pub up_start: u32,
+    /// Length of that range: ≥ 1 for an active client.
+    pub up_count: u32,
     /// Position of the node in activation order (0 = driver).
     pub order: u32,
     /// Unique id of the client for its lifetime in this server (never reused).
@@ -226,38 +225,28 @@ impl<'a> Table<'a> {
         }
     }
 
-    /// Activation count armed at cycle start for a node.
+    /// Number of upstream nodes of a node (bounds-checked against the edge array).
     /// Real-time safe.
     #[inline]
-    pub fn init_count(&self, slot: u32) -> u32 {
-        match self.client_ptr(slot) {
-            Some(p) => vread!(std::ptr::addr_of!((*p).init_count)),
-            None => 0,
-        }
-    }
-
-    /// Number of downstream nodes of a node (bounds-checked against the edge array).
-    /// Real-time safe.
-    #[inline]
-    pub fn down_count(&self, slot: u32) -> u32 {
-        self.down_range(slot).1
+    pub fn up_count(&self, slot: u32) -> u32 {
+        self.up_range(slot).1
     }
 
     #[inline]
-    fn down_range(&self, slot: u32) -> (u32, u32) {
+    fn up_range(&self, slot: u32) -> (u32, u32) {
         let Some(p) = self.client_ptr(slot) else {
             return (0, 0);
         };
-        let start = vread!(std::ptr::addr_of!((*p).down_start));
-        let count = vread!(std::ptr::addr_of!((*p).down_count));
+        let start = vread!(std::ptr::addr_of!((*p).up_start));
+        let count = vread!(std::ptr::addr_of!((*p).up_count));
         clamp_range(start, count, self.layout.max_edges)
     }
 
-    /// The i-th downstream node of a node.
+    /// The i-th upstream node of a node.
     /// Real-time safe.
     #[inline]
-    pub fn down_at(&self, slot: u32, i: u32) -> Option<u32> {
-        let (start, count) = self.down_range(slot);
+    pub fn up_at(&self, slot: u32, i: u32) -> Option<u32> {
+        let (start, count) = self.up_range(slot);
         if i >= count {
             return None;
         }
@@ -443,9 +432,8 @@ pub fn empty_client() -> ClientEntry {
     ClientEntry {
         state: 0,
         pid: 0,
-        init_count: 0,
-        down_start: 0,
-        down_count: 0,
+        up_start: 0,
+        up_count: 0,
         order: 0,
         uuid: 0,
         name: [0; 64],
@@ -487,15 +475,15 @@ mod tests {
         e.src_count = 1000;
         t.set_port(3, &e);
         let mut c = empty_client();
-        c.down_start = 5;
-        c.down_count = u32::MAX;
+        c.up_start = 5;
+        c.up_count = u32::MAX;
         t.set_client(2, &c);
         let r = v.table(next);
         assert_eq!(r.source_count(3), 0);
         assert!(r.source_at(3, 0).is_none());
-        assert!(r.down_count(2) as usize <= v.layout().max_edges - 5);
+        assert!(r.up_count(2) as usize <= v.layout().max_edges - 5);
         assert!(r.port_info(16).is_none());
         assert!(v.record(8).is_none());
-        assert!(v.port_buffer(16).is_none());
+        assert!(v.port_buffer(0, 16).is_none());
     }
 }

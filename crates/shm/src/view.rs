@@ -1,6 +1,8 @@
-//! [`View`]: both segments of one server mapped in this process, with
-//! bounds-checked accessors for everything in them. Created on a
-//! non-real-time thread; every accessor is real-time safe.
+//! [`View`]: the control segment and every node segment of one server
+//! mapped in this process, with bounds-checked accessors for everything in
+//! them. Created on a non-real-time thread; node segments are added and
+//! retired on non-real-time threads (a client's reader thread, the server's
+//! session threads); every accessor is real-time safe.
 
 use crate::sync::Ordering;
 use crate::{
@@ -8,18 +10,68 @@ use crate::{
     HEADER_BYTES, LAYOUT_VERSION, MAGIC,
 };
 use rustix::fd::OwnedFd;
+use std::collections::VecDeque;
 use std::io;
+use std::sync::atomic::AtomicPtr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-/// Bounds-checked access to both segments. Cheap to copy around by reference;
-/// every accessor is real-time safe.
+/// How long a node segment that left stays reachable, then mapped: its
+/// address is published for this long after its client left (so the
+/// driver still reads a request the client posted just before it closed,
+/// as `jack_transport` does), then cleared, and the mapping is dropped
+/// after this long again (a real-time thread that read the address just
+/// before may still be reading it: a late thread, a few periods at most).
+pub const RETIRE_AFTER: Duration = Duration::from_secs(2);
+
+/// A node segment that left: since when, its slot, whether its address has
+/// been cleared (or replaced) yet.
+struct Retired {
+    since: Instant,
+    slot: usize,
+    seg: Arc<Segment>,
+    cleared: bool,
+}
+
+/// The node segments behind [`View`]'s per-slot addresses: the live one of
+/// each slot with its client's uuid, and those that left (see
+/// [`RETIRE_AFTER`]).
+struct Nodes {
+    live: Vec<Option<(u64, Arc<Segment>)>>,
+    retired: VecDeque<Retired>,
+}
+
+/// Bounds-checked access to the control segment and the node segments.
+/// Every accessor is real-time safe.
 pub struct View {
     ctl: Segment,
-    shared: Segment,
     layout: Layout,
+    /// Base address of each slot's node segment (null: none mapped here).
+    /// Writers: [`View::install_node`] / [`View::retire_node`] under
+    /// `nodes`' lock (release). Readers: every accessor (acquire).
+    bases: Box<[AtomicPtr<u8>]>,
+    /// The segments those addresses point into (non-real-time side only).
+    nodes: Mutex<Nodes>,
 }
 
 impl View {
-    /// Server side: creates both segments for `caps`, initialises the header.
+    fn with_control(ctl: Segment, layout: Layout) -> View {
+        let mc = layout.caps.max_clients as usize;
+        View {
+            ctl,
+            layout,
+            bases: (0..mc)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            nodes: Mutex::new(Nodes {
+                live: vec![None; mc],
+                retired: VecDeque::new(),
+            }),
+        }
+    }
+
+    /// Server side: creates the control segment and the driver's node
+    /// segment (slot 0) for `caps`, initialises the header.
     pub fn create(
         caps: Capacities,
         sample_rate: u32,
@@ -29,12 +81,9 @@ impl View {
     ) -> io::Result<View> {
         let layout = Layout::new(caps).map_err(io::Error::other)?;
         let ctl = Segment::create("resound-control", layout.control_bytes)?;
-        let shared = Segment::create("resound-shared", layout.shared_bytes)?;
-        let v = View {
-            ctl,
-            shared,
-            layout,
-        };
+        let driver = Segment::create("resound-driver", layout.node_bytes)?;
+        let v = View::with_control(ctl, layout);
+        v.install_node(0, 0, driver);
         // SAFETY: the header page is inside the fresh zeroed control segment,
         // which nobody else maps yet; ControlHeader is valid when zeroed.
         let h = unsafe { &mut *(v.ctl.base() as *mut ControlHeader) };
@@ -65,8 +114,9 @@ impl View {
         Ok(v)
     }
 
-    /// Client side: maps the two segments received from the server and validates them.
-    pub fn open(ctl_fd: OwnedFd, shared_fd: OwnedFd) -> io::Result<View> {
+    /// Client side: maps the control segment and the driver's node segment
+    /// received from the server, and validates them.
+    pub fn open(ctl_fd: OwnedFd, driver_fd: OwnedFd) -> io::Result<View> {
         let bad = |m: String| io::Error::new(io::ErrorKind::InvalidData, m);
         let st = rustix::fs::fstat(&ctl_fd)?;
         if (st.st_size as usize) < HEADER_BYTES {
@@ -95,12 +145,153 @@ impl View {
         if layout.control_bytes != ctl.len() {
             return Err(bad("control segment size does not match its header".into()));
         }
-        let shared = Segment::map(shared_fd, layout.shared_bytes, true)?;
-        Ok(View {
-            ctl,
-            shared,
-            layout,
-        })
+        let driver = Segment::map_sealed(driver_fd, layout.node_bytes)?;
+        let v = View::with_control(ctl, layout);
+        v.install_node(0, 0, driver);
+        Ok(v)
+    }
+
+    /// A fresh node segment for this process to own (a client's own, or an
+    /// in-server client's): created read-write, mapped here, then sealed so
+    /// that nobody else can ever map it writable. Hand its descriptor to the
+    /// server; install it with [`View::install_node`].
+    pub fn create_node(&self) -> io::Result<Segment> {
+        let seg = Segment::create("resound-node", self.layout.node_bytes)?;
+        seg.seal(true)?;
+        Ok(seg)
+    }
+
+    /// Maps a node segment received from elsewhere (read-only, seals
+    /// checked, see [`Segment::map_sealed`]).
+    pub fn map_node(&self, fd: OwnedFd) -> io::Result<Segment> {
+        Segment::map_sealed(fd, self.layout.node_bytes)
+    }
+
+    /// Makes `seg` the node segment of `slot`, for the client `uuid` (0:
+    /// the driver). The one it replaces, if any, is retired. Refused when
+    /// `slot` is out of range or `seg` is already another slot's segment
+    /// (the same memfd passed off as a second client's). Non-real-time.
+    pub fn install_node(&self, slot: u32, uuid: u64, seg: Segment) -> bool {
+        let Some(base) = self.bases.get(slot as usize) else {
+            return false;
+        };
+        let mut n = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        if let Ok(id) = seg.identity() {
+            let taken = n.live.iter().enumerate().any(|(s, e)| {
+                s != slot as usize
+                    && e.as_ref()
+                        .is_some_and(|(_, o)| o.identity().is_ok_and(|i| i == id))
+            });
+            if taken {
+                return false;
+            }
+        }
+        let seg = Arc::new(seg);
+        base.store(seg.base(), Ordering::Release);
+        let since = Instant::now();
+        if let Some((_, old)) = n.live[slot as usize].replace((uuid, seg)) {
+            n.retired.push_back(Retired {
+                since,
+                slot: slot as usize,
+                seg: old,
+                cleared: true,
+            });
+        }
+        for r in n.retired.iter_mut().filter(|r| r.slot == slot as usize) {
+            // Its address was just replaced.
+            if !r.cleared {
+                (r.since, r.cleared) = (since, true);
+            }
+        }
+        self.purge(&mut n);
+        true
+    }
+
+    /// The node segment of `slot` goes away if it still belongs to client
+    /// `uuid`: it is no longer passed on, its address stays published for
+    /// [`RETIRE_AFTER`] (or until a new client takes the slot), its
+    /// mapping for [`RETIRE_AFTER`] more ([`View::purge_retired`]).
+    /// Non-real-time.
+    pub fn retire_node(&self, slot: u32, uuid: u64) {
+        let mut n = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(entry) = n.live.get_mut(slot as usize) else {
+            return;
+        };
+        if !matches!(entry, Some((u, _)) if *u == uuid) {
+            return;
+        }
+        if let Some((_, seg)) = entry.take() {
+            n.retired.push_back(Retired {
+                since: Instant::now(),
+                slot: slot as usize,
+                seg,
+                cleared: false,
+            });
+        }
+        self.purge(&mut n);
+    }
+
+    /// Moves the retired segments on (see [`RETIRE_AFTER`]): clears the
+    /// addresses of those that left long enough ago, unmaps those cleared
+    /// long enough ago. Call it now and then (the server's housekeeping,
+    /// a client's reader); installing and retiring call it too.
+    /// Non-real-time.
+    pub fn purge_retired(&self) {
+        self.purge(&mut self.nodes.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
+    fn purge(&self, n: &mut Nodes) {
+        for r in n.retired.iter_mut() {
+            if !r.cleared && r.since.elapsed() >= RETIRE_AFTER {
+                let base = &self.bases[r.slot];
+                // Only if the slot still shows this segment.
+                let _ = base.compare_exchange(
+                    r.seg.base(),
+                    std::ptr::null_mut(),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                (r.since, r.cleared) = (Instant::now(), true);
+            }
+        }
+        n.retired
+            .retain(|r| !(r.cleared && r.since.elapsed() >= RETIRE_AFTER));
+    }
+
+    /// The node segment of `slot` if it belongs to client `uuid` (0: the
+    /// driver's), to pass its descriptor on. Non-real-time.
+    pub fn node(&self, slot: u32, uuid: u64) -> Option<Arc<Segment>> {
+        let n = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        match n.live.get(slot as usize)? {
+            Some((u, seg)) if *u == uuid => Some(seg.clone()),
+            _ => None,
+        }
+    }
+
+    /// The slots with a node segment mapped here, with their uuids.
+    /// Non-real-time.
+    pub fn nodes(&self) -> Vec<(u32, u64)> {
+        let n = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        n.live
+            .iter()
+            .enumerate()
+            .filter_map(|(s, e)| e.as_ref().map(|(u, _)| (s as u32, *u)))
+            .collect()
+    }
+
+    /// Node segments mapped here, retired ones included (status figures).
+    /// Non-real-time.
+    pub fn mapped_nodes(&self) -> usize {
+        let n = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
+        n.live.iter().flatten().count() + n.retired.len()
+    }
+
+    /// Base address of `slot`'s node segment, None when out of range or
+    /// none is mapped. Real-time safe.
+    #[inline]
+    fn node_base(&self, slot: u32) -> Option<*mut u8> {
+        let p = self.bases.get(slot as usize)?.load(Ordering::Acquire);
+        (!p.is_null()).then_some(p)
     }
 
     /// The layout.
@@ -109,9 +300,9 @@ impl View {
         &self.layout
     }
 
-    /// Both segments (server: to send their fds).
-    pub fn segments(&self) -> (&Segment, &Segment) {
-        (&self.ctl, &self.shared)
+    /// The control segment (server: to send its descriptor).
+    pub fn control(&self) -> &Segment {
+        &self.ctl
     }
 
     /// The control header.
@@ -122,33 +313,27 @@ impl View {
         unsafe { &*(self.ctl.base() as *const ControlHeader) }
     }
 
-    /// Activation record of a node slot, None when out of range.
-    /// Real-time safe.
+    /// Activation record of a node slot, None when out of range or its
+    /// node segment is not mapped here. Real-time safe.
     #[inline]
     pub fn record(&self, slot: u32) -> Option<&ActivationRecord> {
-        if slot >= self.layout.caps.max_clients {
-            return None;
-        }
-        // SAFETY: slot < max_clients, records are laid out from offset 0 of the
-        // shared segment which is at least buffers_offset ≥ max_clients*128 long.
-        // ActivationRecord is all atomics: any bit pattern is valid.
-        Some(unsafe { &*(self.shared.base() as *const ActivationRecord).add(slot as usize) })
+        let base = self.node_base(slot)?;
+        // SAFETY: the record lies at offset 0 of a node segment of
+        // node_bytes ≥ 128 bytes, mapped for as long as the address is
+        // published and RETIRE_AFTER beyond; ActivationRecord is all
+        // atomics: any bit pattern is valid.
+        Some(unsafe { &*(base as *const ActivationRecord) })
     }
 
-    /// Mailbox of a node slot, None when out of range.
+    /// Mailbox of a node slot, None when out of range or not mapped.
     /// Real-time safe.
     #[inline]
     pub fn mailbox(&self, slot: u32) -> Option<&Mailbox> {
-        if slot >= self.layout.caps.max_clients {
-            return None;
-        }
-        // SAFETY: slot < max_clients; the mailboxes lie at mailbox_offset in the
-        // shared segment (inside shared_bytes by construction), 64-byte
+        let base = self.node_base(slot)?;
+        // SAFETY: the mailbox lies at mailbox_offset inside the node
+        // segment (node_bytes by construction of the layout), 64-byte
         // aligned; Mailbox is all atomics: any bit pattern is valid.
-        Some(unsafe {
-            &*(self.shared.base().add(self.layout.mailbox_offset) as *const Mailbox)
-                .add(slot as usize)
-        })
+        Some(unsafe { &*(base.add(self.layout.mailbox_offset) as *const Mailbox) })
     }
 
     /// Whether `slot` is flagged as a slow-sync client.
@@ -159,16 +344,27 @@ impl View {
         w < 16 && self.header().sync_clients[w].load(Ordering::Acquire) & (1 << (slot % 64)) != 0
     }
 
-    /// Pointer to the buffer of port slot `port` (max_frames f32), None when out of range.
-    /// Real-time safe.
+    /// Pointer to the buffer of port slot `port` owned by the client in
+    /// slot `owner` (max_frames f32, in that client's node segment), None
+    /// when out of range or that segment is not mapped here. Writable only
+    /// through the owner's own mapping. Real-time safe.
     #[inline]
-    pub fn port_buffer(&self, port: u32) -> Option<*mut f32> {
+    pub fn port_buffer(&self, owner: u32, port: u32) -> Option<*mut f32> {
         if port >= self.layout.caps.max_ports {
             return None;
         }
+        let base = self.node_base(owner)?;
         let off = self.layout.buffers_offset + port as usize * self.layout.buffer_stride;
-        // SAFETY: off + stride ≤ shared_bytes by construction of the layout.
-        Some(unsafe { self.shared.base().add(off) } as *mut f32)
+        // SAFETY: off + stride ≤ node_bytes by construction of the layout.
+        Some(unsafe { base.add(off) } as *mut f32)
+    }
+
+    /// The buffer of port `port`, in the node segment of its owner as
+    /// `table` says. Real-time safe.
+    #[inline]
+    pub fn port_buffer_in(&self, table: &Table<'_>, port: u32) -> Option<*mut f32> {
+        let (_, owner, _, _) = table.port_info(port)?;
+        self.port_buffer(owner, port)
     }
 
     /// The zeroed buffer of unconnected inputs (max_frames f32, read-only).
@@ -235,22 +431,56 @@ mod tests {
     use crate::layout::test_caps as caps;
 
     #[test]
-    fn sealed_control_segment_cannot_be_mapped_writable() {
+    fn sealed_segments_cannot_be_mapped_writable() {
         let v = View::create(caps(), 48000, 128, true, 0).unwrap();
-        v.segments().0.seal(true).unwrap();
-        v.segments().1.seal(false).unwrap();
+        v.control().seal(true).unwrap();
+        let driver = v.node(0, 0).unwrap();
+        driver.seal(true).unwrap();
         let dup = |s: &Segment| rustix::io::fcntl_dupfd_cloexec(s.fd(), 0).unwrap();
-        let ctl = dup(v.segments().0);
-        let sh = dup(v.segments().1);
         // A client trying to get write access to the control segment fails...
-        assert!(Segment::map(dup(v.segments().0), v.layout().control_bytes, true).is_err());
-        // ...and cannot shrink the shared one.
-        assert!(rustix::fs::ftruncate(&sh, 0).is_err());
-        let c = View::open(ctl, sh).unwrap();
+        assert!(Segment::map(dup(v.control()), v.layout().control_bytes, true).is_err());
+        // ...or to the driver's node segment, which it cannot shrink either.
+        assert!(Segment::map(dup(&driver), v.layout().node_bytes, true).is_err());
+        assert!(rustix::fs::ftruncate(dup(&driver), 0).is_err());
+        let c = View::open(dup(v.control()), dup(&driver)).unwrap();
         assert_eq!(c.header().sample_rate.load(Ordering::Relaxed), 48000);
         assert_eq!(c.layout(), v.layout());
         // Writes through the server's mapping are visible to the client's.
         v.header().cycle.store(42, Ordering::Relaxed);
         assert_eq!(c.header().cycle.load(Ordering::Relaxed), 42);
+        v.record(0).unwrap().done.store(7, Ordering::Relaxed);
+        assert_eq!(c.record(0).unwrap().done.load(Ordering::Relaxed), 7);
+    }
+
+    #[test]
+    fn a_client_node_is_writable_by_its_owner_only() {
+        let server = View::create(caps(), 48000, 128, true, 0).unwrap();
+        let own = server.create_node().unwrap();
+        let fd = rustix::io::fcntl_dupfd_cloexec(own.fd(), 0).unwrap();
+        // The owner's mapping writes; the server maps it read-only.
+        assert!(server.install_node(3, 30, server.map_node(fd).unwrap()));
+        // SAFETY: offset 0 of the owner's own read-write mapping.
+        unsafe { (*(own.base() as *const ActivationRecord)).done.store(9, Ordering::Relaxed) };
+        assert_eq!(server.record(3).unwrap().done.load(Ordering::Relaxed), 9);
+        let again = rustix::io::fcntl_dupfd_cloexec(own.fd(), 0).unwrap();
+        assert!(Segment::map(again, server.layout().node_bytes, true).is_err());
+        // The same memfd cannot be passed off as a second client's.
+        let twice = rustix::io::fcntl_dupfd_cloexec(own.fd(), 0).unwrap();
+        assert!(!server.install_node(4, 40, server.map_node(twice).unwrap()));
+        // An unsealed memfd is refused.
+        let open = Segment::create("x", server.layout().node_bytes).unwrap();
+        let fd = rustix::io::fcntl_dupfd_cloexec(open.fd(), 0).unwrap();
+        assert!(server.map_node(fd).is_err());
+        // Retired: still readable for a while (a request posted just before
+        // leaving), no longer passed on.
+        server.retire_node(3, 30);
+        assert!(server.record(3).is_some());
+        assert!(server.node(3, 30).is_none());
+        assert_eq!(server.mapped_nodes(), 2, "kept mapped for late readers");
+        // A new client of the slot replaces the address at once.
+        let next = server.create_node().unwrap();
+        let fd = rustix::io::fcntl_dupfd_cloexec(next.fd(), 0).unwrap();
+        assert!(server.install_node(3, 31, server.map_node(fd).unwrap()));
+        assert_eq!(server.record(3).unwrap().done.load(Ordering::Relaxed), 0);
     }
 }

@@ -8,7 +8,6 @@ use super::dispatch::{graph_error, need_client, werr};
 use super::{Server, State};
 use resound_engine::Command;
 use resound_protocol::wire::{ErrorCode, Notification, Reply, Request, WireError};
-use resound_shm::sync::Ordering;
 
 impl Server {
     /// Handles one client request of session `id`.
@@ -23,8 +22,11 @@ impl Server {
             Request::Activate { tid } => {
                 let me = need_client(slot)?;
                 self.check_tid(st.sessions.get(&id).map_or(0, |s| s.pid), tid)?;
-                if let Some(r) = self.view.record(me) {
-                    r.finished_cycle.store(0, Ordering::Relaxed);
+                if self.view.record(me).is_none() {
+                    return Err(WireError::new(
+                        ErrorCode::Protocol,
+                        "the client's shared memory is not attached (AttachNode first)",
+                    ));
                 }
                 st.graph.set_active(me, true).map_err(graph_error)?;
                 st.zombies[me as usize] = false;

@@ -103,6 +103,9 @@ impl Server {
             }
             if hk.window.elapsed() >= Duration::from_secs(1) {
                 self.end_log_window(&mut hk);
+                // Node segments of clients that left: addresses cleared,
+                // then unmapped (`resound_shm::RETIRE_AFTER`).
+                self.view.purge_retired();
             }
             if hk.threads_tick.elapsed() >= super::client_threads::TICK {
                 hk.threads_tick = Instant::now();

@@ -12,7 +12,6 @@ use resound_protocol::hello::check_hello;
 use resound_protocol::wire::{self, ErrorCode, Hello, HelloKind, Notification, ServerMsg, Welcome};
 use resound_shm::limits;
 use resound_shm::sync::Ordering;
-use resound_shm::{self as shm};
 use std::os::unix::net::UnixStream;
 use std::sync::mpsc::SyncSender;
 use std::time::Duration;
@@ -92,7 +91,6 @@ impl Server {
                 return None;
             }
         };
-        self.reset_slot(slot);
         st.latency_custom[slot as usize] = false;
         st.xruns[slot as usize] = 0;
         st.zombies[slot as usize] = false;
@@ -108,8 +106,11 @@ impl Server {
             uuid,
             server: self.name.clone(),
         };
-        let (c, s) = self.view.segments();
-        if let Err(e) = wire::send_frame_with_fds(o.stream, &w, &[c.fd(), s.fd()]) {
+        let Some(driver) = self.view.node(0, 0) else {
+            return None;
+        };
+        let fds = [self.view.control().fd(), driver.fd()];
+        if let Err(e) = wire::send_frame_with_fds(o.stream, &w, &fds) {
             warn!("handshake with {actual:?} failed: {e}");
             let _ = st.graph.remove_client(slot);
             self.publish(&mut st);
@@ -125,19 +126,6 @@ impl Server {
         );
         st.sessions.insert(o.id, Self::session_entry(o, Some(slot)));
         Some(slot)
-    }
-
-    /// Fresh activation record and mailbox for a new client in `slot`.
-    fn reset_slot(&self, slot: u32) {
-        if let Some(r) = self.view.record(slot) {
-            r.status
-                .store(shm::NodeStatus::Idle as u32, Ordering::Relaxed);
-            r.finished_cycle.store(0, Ordering::Relaxed);
-            r.cpu.store(0, Ordering::Relaxed);
-        }
-        if let Some(m) = self.view.mailbox(slot) {
-            m.reset();
-        }
     }
 
     /// Welcomes a control session, or a profile session (with the profile

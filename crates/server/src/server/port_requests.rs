@@ -57,7 +57,9 @@ impl Server {
         }
     }
 
-    /// Registers a port for client `me`, with a silent buffer.
+    /// Registers a port for client `me` (its buffer is in the client's own
+    /// node segment, which only the client writes: the client library
+    /// clears it).
     fn register_port(
         &self,
         st: &mut State,
@@ -71,12 +73,6 @@ impl Server {
             .graph
             .register_port(me, name, port_type, flags)
             .map_err(graph_error)?;
-        if let Some(b) = self.view.port_buffer(p) {
-            // SAFETY: `b` is port `p`'s buffer of `max_frames` samples in the
-            // shared segment; a fresh port's buffer is not yet referenced by
-            // any published table, so nobody else reads or writes it now.
-            unsafe { std::ptr::write_bytes(b, 0, self.view.layout().caps.max_frames as usize) };
-        }
         self.publish(st);
         let full = st.graph.port_name(p).unwrap_or_default();
         // As jackd: a port is announced when its client is active (here, or

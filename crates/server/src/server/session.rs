@@ -68,7 +68,7 @@ impl Server {
         let Some(slot) = self.welcome(&opening, hello.kind) else {
             return;
         };
-        let writer = spawn_writer(&stream, rx);
+        let writer = spawn_writer(&stream, rx, self.view.clone());
         self.serve(id, slot, pid, &mut rd, &tx);
         self.end_session(id);
         drop(tx);
@@ -88,7 +88,8 @@ impl Server {
         tx: &SyncSender<ServerMsg>,
     ) {
         loop {
-            let payload = match wire::read_frame(rd, limits::MAX_REQUEST_BYTES) {
+            // Descriptors that come with any other request are closed here.
+            let (payload, mut fds) = match wire::recv_frame_with_fds(rd, limits::MAX_REQUEST_BYTES) {
                 Ok(p) => p,
                 Err(FrameError::Closed) => break,
                 Err(e @ FrameError::TooLong(..)) => {
@@ -109,6 +110,9 @@ impl Server {
                         // by name or UUID any more.
                         self.end_session(id);
                         Reply::Ok
+                    } else if env.req == Request::AttachNode {
+                        self.attach_node(id, slot, fds.pop(), tx)
+                            .map_or_else(Reply::Err, |()| Reply::Ok)
                     } else {
                         self.handle(id, slot, env.req)
                     };
@@ -146,6 +150,7 @@ impl Server {
         self.release_external(&mut st, id);
         self.release_client_threads(&mut st, id);
         let Some(slot) = sess.slot else { return };
+        let sess_uuid = st.graph.client(slot).map_or(0, |c| c.uuid);
         let name = st
             .graph
             .client(slot)
@@ -157,10 +162,7 @@ impl Server {
             self.forget_client(&mut st, slot, &gone_uuids);
             self.publish(&mut st);
             self.command(Command::Detach { slot });
-            if let Some(r) = self.view.record(slot) {
-                r.status
-                    .store(shm::NodeStatus::Idle as u32, Ordering::Relaxed);
-            }
+            self.view.retire_node(slot, sess_uuid);
             st.condemned.retain(|&s| s != slot);
             info!(
                 "client {name:?} closed ({} port(s), {} connection(s) removed)",
@@ -174,17 +176,27 @@ impl Server {
 }
 
 /// The session's writer thread: sends queued messages until the queue
-/// closes or the socket fails.
+/// closes or the socket fails. A [`ServerMsg::Node`] goes with its
+/// segment's descriptor, taken from `view` when it is sent; one whose
+/// client has left by then is not sent.
 fn spawn_writer(
     stream: &UnixStream,
     rx: Receiver<ServerMsg>,
+    view: Arc<shm::View>,
 ) -> std::io::Result<std::thread::JoinHandle<()>> {
     let mut wr = stream.try_clone().expect("clone socket");
     std::thread::Builder::new()
         .name("resound-session-w".into())
         .spawn(move || {
             for m in rx {
-                if wire::write_frame(&mut wr, &m).is_err() {
+                let sent = match &m {
+                    ServerMsg::Node { slot, uuid } => match view.node(*slot, *uuid) {
+                        Some(seg) => wire::send_frame_with_fds(&wr, &m, &[seg.fd()]),
+                        None => Ok(()),
+                    },
+                    _ => wire::write_frame(&mut wr, &m),
+                };
+                if sent.is_err() {
                     break;
                 }
             }

@@ -30,11 +30,8 @@ impl Server {
         }
         h.running.store(0, Ordering::Release);
         self.engine.stop.store(true, Ordering::Release);
-        for slot in 0..self.view.layout().caps.max_clients {
-            if let Some(r) = self.view.record(slot) {
-                futex::bump_and_wake(&r.trigger);
-            }
-        }
+        // Every client process thread also sleeps on the epoch word.
+        futex::bump_and_wake(&h.epoch);
         let t0 = Instant::now();
         while self.engine.running.load(Ordering::Acquire) && t0.elapsed() < Duration::from_secs(2) {
             std::thread::sleep(Duration::from_millis(1));

@@ -170,14 +170,15 @@ fn create_view(cfg: &Config, caps: Capacities) -> Result<(Arc<View>, std::io::Re
         (prio - 1).max(0),
     )
     .map_err(|e| format!("shared memory: {e}"))?;
-    let (control, shared) = view.segments();
+    let control = view.control();
     control
         .seal(true)
         .map_err(|e| format!("sealing control segment: {e}"))?;
-    shared
-        .seal(false)
-        .map_err(|e| format!("sealing shared segment: {e}"))?;
-    let locked = control.lock().and_then(|()| shared.lock());
+    let driver = view.node(0, 0).ok_or("the driver's node segment is missing")?;
+    driver
+        .seal(true)
+        .map_err(|e| format!("sealing the driver's node segment: {e}"))?;
+    let locked = control.lock().and_then(|()| driver.lock());
     Ok((Arc::new(view), locked))
 }
 

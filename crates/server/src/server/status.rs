@@ -100,8 +100,8 @@ impl Server {
             .clients()
             .filter(|(s, _)| *s != DRIVER)
             .map(|(slot, c)| {
-                let r = self.view.record(slot).expect("slot in range");
-                let last = r.finished_cycle.load(Ordering::Acquire);
+                let r = self.view.record(slot);
+                let last = r.map_or(0, |r| r.finished_cycle.load(Ordering::Acquire));
                 ClientStatus {
                     uuid: c.uuid,
                     internal: self.internals.contains(c.uuid),
@@ -113,10 +113,10 @@ impl Server {
                     xruns: st.xruns[slot as usize],
                     zombie: st.zombies[slot as usize],
                     last_cycle: last,
-                    signal_ns: rel(r.signal_ns.load(Ordering::Relaxed), last),
-                    awake_ns: rel(r.awake_ns.load(Ordering::Relaxed), last),
-                    finish_ns: rel(r.finish_ns.load(Ordering::Relaxed), last),
-                    cpu_ns: r.last_cpu().1,
+                    signal_ns: r.map_or(0, |r| rel(r.signal_ns.load(Ordering::Relaxed), last)),
+                    awake_ns: r.map_or(0, |r| rel(r.awake_ns.load(Ordering::Relaxed), last)),
+                    finish_ns: r.map_or(0, |r| rel(r.finish_ns.load(Ordering::Relaxed), last)),
+                    cpu_ns: r.map_or(0, |r| r.last_cpu().1),
                 }
             })
             .collect()
