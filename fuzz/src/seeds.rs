@@ -147,13 +147,16 @@ fn transport() -> Vec<(String, Vec<u8>)> {
         max_frames: 256,
     };
     let v = View::create(caps, 48_000, 256, true, 0).unwrap();
+    v.own_nodes(1..2).unwrap();
     let mb = v.mailbox(1).unwrap();
     let bytes = |mb: &Mailbox| {
-        let (_, shared) = v.segments();
-        let off = mb as *const Mailbox as usize - shared.base() as usize;
-        // SAFETY: the mailbox lies inside the mapping; nobody writes it now.
+        // SAFETY: the mailbox lies inside the mapping of slot 1's node
+        // segment, size_of::<Mailbox>() bytes; nobody writes it now.
         unsafe {
-            std::slice::from_raw_parts(shared.base().add(off), std::mem::size_of::<Mailbox>())
+            std::slice::from_raw_parts(
+                mb as *const Mailbox as *const u8,
+                std::mem::size_of::<Mailbox>(),
+            )
         }
         .to_vec()
     };

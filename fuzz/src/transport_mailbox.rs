@@ -29,10 +29,14 @@ const MAILBOX: usize = std::mem::size_of::<Mailbox>();
 
 thread_local! {
     /// One pair of segments per thread, reset for every input.
-    static VIEW: View = View::create(
-        Capacities { max_clients: CLIENTS, max_ports: 4, max_connections: 4, max_frames: 256 },
-        RATE, 256, true, 0,
-    ).expect("segments");
+    static VIEW: View = {
+        let v = View::create(
+            Capacities { max_clients: CLIENTS, max_ports: 4, max_connections: 4, max_frames: 256 },
+            RATE, 256, true, 0,
+        ).expect("segments");
+        v.own_nodes(1..CLIENTS).expect("node segments");
+        v
+    };
 }
 
 /// Runs the transport over the mailboxes `data` writes.
@@ -115,14 +119,12 @@ fn prepare(v: &View, setup: u8) {
 /// a client process can.
 fn scribble(v: &View, slot: u32, bytes: &[u8]) {
     let mb = v.mailbox(slot).expect("slot in range");
-    let (_, shared) = v.segments();
-    let off = mb as *const Mailbox as usize - shared.base() as usize;
-    assert!(off + MAILBOX <= shared.len());
-    // SAFETY: the mailbox lies inside the shared mapping (checked above);
-    // written through the mapping's own pointer, as another process would;
-    // every field is an atomic, valid for any bytes.
+    // SAFETY: the mailbox lies inside this process's own read-write mapping
+    // of the slot's node segment (`own_nodes`), MAILBOX bytes long; every
+    // field is an atomic (interior mutability), valid for any bytes, and
+    // written here as the client process would.
     unsafe {
-        let p = shared.base().add(off);
+        let p = mb as *const Mailbox as *mut u8;
         std::ptr::write_bytes(p, 0, MAILBOX);
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len().min(MAILBOX));
     }

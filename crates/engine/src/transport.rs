@@ -42,9 +42,10 @@ pub struct TransportEngine {
     last_cmd: Vec<u64>,
     /// Last relocation counter seen per slot.
     last_locate: Vec<u64>,
-    /// Address of the mailbox those were seen in, per slot: a new one (a
-    /// new client's node segment) starts from zero words.
-    last_mailbox: Vec<usize>,
+    /// Node segment installs of the slot when those were seen
+    /// (`View::node_installs`): a new client's mailbox starts from zero
+    /// words.
+    last_mailbox: Vec<u64>,
     /// When the transport entered Starting (ns).
     starting_since: u64,
     /// Timebase master seen at the last cycle.
@@ -120,9 +121,9 @@ impl TransportEngine {
                 continue;
             };
             let s = slot as usize;
-            let at = mb as *const resound_shm::Mailbox as usize;
-            if at != self.last_mailbox[s] {
-                self.last_mailbox[s] = at;
+            let installs = view.node_installs(slot);
+            if installs != self.last_mailbox[s] {
+                self.last_mailbox[s] = installs;
                 (self.last_cmd[s], self.last_locate[s]) = (0, 0);
             }
             let w = mb.transport_cmd.load(Ordering::Acquire);
@@ -238,6 +239,7 @@ mod tests {
             max_frames: 4096,
         };
         let v = View::create(caps, 48000, 256, true, 0).unwrap();
+        v.own_nodes(1..8).unwrap();
         let h = v.header();
         let next = switch::begin_write(&h.switch);
         {
@@ -323,9 +325,9 @@ mod tests {
         assert_eq!((t.state, t.pos.frame), (state::STOPPED, 10_000));
     }
 
-    /// A slot taken by a new client (the server resets its mailbox) must not
-    /// make the new client's first request look like the previous occupant's
-    /// last one, which the driver has already applied.
+    /// A slot taken by a new client (a new node segment, its mailbox
+    /// zeroed) must not make the new client's first request look like the
+    /// previous occupant's last one, which the driver has already applied.
     #[test]
     fn a_reused_slot_never_loses_the_new_clients_first_request() {
         let v = view_with_active_client();
@@ -357,12 +359,12 @@ mod tests {
         assert_eq!(te.current().state, state::ROLLING);
         assert_eq!(te.current().locate_gen, 1);
         // Another client stops it; slot 1's client leaves and a new one
-        // takes the slot (the server resets the mailbox) before the driver
+        // takes the slot (with a node segment of its own) before the driver
         // runs again.
         post(2, command::STOP);
         te.cycle(&v, &table, 3, 256, 3_000);
         assert_eq!(te.current().state, state::STOPPED);
-        v.mailbox(1).unwrap().reset();
+        assert!(v.install_node(1, 100, v.create_node().unwrap()));
         // The new client's first start and first relocation both count.
         post(1, command::START);
         locate(1, 5000);

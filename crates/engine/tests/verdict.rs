@@ -1,5 +1,6 @@
-//! The look-back verdict of one node, from its activation record: one rule
-//! for late / woken / corrupt, the stamps, and the CPU time's validity.
+//! The look-back verdict of one node, from its activation record and
+//! whether (and when) its inputs were ready: one rule for late / woken /
+//! corrupt, the stamps, and the CPU time's validity.
 
 use resound_engine::verdict::{Outcome, Verdict};
 use resound_shm::profile::node_flags;
@@ -13,7 +14,9 @@ fn view() -> View {
         max_connections: 8,
         max_frames: 256,
     };
-    View::create(caps, 48_000, 128, true, 0).expect("view")
+    let v = View::create(caps, 48_000, 128, true, 0).expect("view");
+    v.own_nodes(1..4).expect("node segments");
+    v
 }
 
 /// Writes a record as a client at `status` in `cycle` would leave it.
@@ -33,13 +36,13 @@ fn a_finished_node_has_every_stamp_and_its_cpu_once_stored() {
     let r = v.record(1).unwrap();
     set(r, 7, NodeStatus::Finished, true);
     r.store_cpu(6, 999);
-    let j = Verdict::judge(r, 1, 42, 7);
+    let j = Verdict::judge(r, 1, 42, 7, Some(100));
     assert_eq!(j.outcome, Outcome::Finished);
     assert_eq!((j.signal_ns, j.awake_ns, j.finish_ns), (100, 150, 400));
     // Finished, but the CPU figure stored is the previous cycle's: unknown.
     assert_eq!(j.cpu_ns, None);
     r.store_cpu(7, 1_234);
-    let j = Verdict::judge(r, 1, 42, 7);
+    let j = Verdict::judge(r, 1, 42, 7, Some(100));
     assert_eq!(j.cpu_ns, Some(1_234));
     let row = j.profile_row(3, 10, 20);
     assert_eq!(
@@ -61,7 +64,7 @@ fn late_nodes_are_woken_or_waiting_and_carry_only_valid_stamps() {
     let r = v.record(2).unwrap();
     set(r, 7, NodeStatus::Running, false);
     r.store_cpu(7, 5);
-    let j = Verdict::judge(r, 2, 1, 7);
+    let j = Verdict::judge(r, 2, 1, 7, Some(100));
     assert_eq!(j.outcome, Outcome::Woken);
     assert!(j.late() && j.signalled && j.awake);
     assert_eq!(
@@ -72,14 +75,14 @@ fn late_nodes_are_woken_or_waiting_and_carry_only_valid_stamps() {
         j.profile_row(0, 0, 0).flags,
         node_flags::LATE | node_flags::SIGNALLED | node_flags::AWAKE
     );
-    // Triggered (not yet running): woken, but not awake.
-    set(r, 7, NodeStatus::Triggered, false);
-    let j = Verdict::judge(r, 2, 1, 7);
+    // Inputs ready, thread not yet awake for the cycle: woken late, not awake.
+    set(r, 6, NodeStatus::Waiting, false);
+    let j = Verdict::judge(r, 2, 1, 7, Some(100));
     assert_eq!(j.outcome, Outcome::Woken);
     assert!(j.signalled && !j.awake);
-    // Still waiting for its inputs, never triggered this cycle.
+    // Still waiting for its inputs.
     set(r, 6, NodeStatus::Waiting, false);
-    let j = Verdict::judge(r, 2, 1, 7);
+    let j = Verdict::judge(r, 2, 1, 7, None);
     assert_eq!(j.outcome, Outcome::Waiting);
     assert_eq!(j.profile_row(0, 0, 0).flags, node_flags::LATE);
     assert_eq!((j.signal_ns, j.awake_ns), (0, 0));
@@ -91,7 +94,7 @@ fn an_impossible_status_is_corrupt_even_if_finished() {
     let r = v.record(3).unwrap();
     set(r, 7, NodeStatus::Finished, true);
     r.status.store(0xdead, Ordering::Relaxed);
-    let j = Verdict::judge(r, 3, 1, 7);
+    let j = Verdict::judge(r, 3, 1, 7, Some(100));
     assert_eq!(j.outcome, Outcome::Corrupt(0xdead));
     assert!(!j.late() && !j.finished());
 }

@@ -63,7 +63,7 @@
 //! from the read-only control segment, and even those are bounds-checked by
 //! every reader ([`crate::View`]).
 
-use crate::{ActivationRecord, ClientEntry, ControlHeader, Mailbox, PortEntry, TableHeader};
+use crate::{ActivationRecord, ClientEntry, Mailbox, PortEntry, TableHeader};
 
 /// `b"RESOUND\0"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RESOUND\0");
@@ -77,7 +77,7 @@ pub const BUFFER_ALIGN: usize = 64;
 #[cfg(not(loom))]
 const _: () = {
     assert!(std::mem::size_of::<Mailbox>().is_multiple_of(64));
-    assert!(std::mem::size_of::<ControlHeader>() <= HEADER_BYTES);
+    assert!(std::mem::size_of::<crate::ControlHeader>() <= HEADER_BYTES);
     assert!(std::mem::size_of::<ActivationRecord>() == 128);
     assert!(std::mem::size_of::<ClientEntry>() == 96);
     assert!(std::mem::size_of::<TableHeader>() == 32);

@@ -4,7 +4,7 @@
 //! retired on non-real-time threads (a client's reader thread, the server's
 //! session threads); every accessor is real-time safe.
 
-use crate::sync::Ordering;
+use crate::sync::{AtomicU64, Ordering};
 use crate::{
     ActivationRecord, Capacities, ControlHeader, Layout, Mailbox, Segment, Table, TableMut, Timer,
     HEADER_BYTES, LAYOUT_VERSION, MAGIC,
@@ -50,6 +50,10 @@ pub struct View {
     /// Writers: [`View::install_node`] / [`View::retire_node`] under
     /// `nodes`' lock (release). Readers: every accessor (acquire).
     bases: Box<[AtomicPtr<u8>]>,
+    /// Per slot, how many node segments were installed there (a new one
+    /// is a new client's). Writer: [`View::install_node`]. Readers: the
+    /// driver's transport (whose request words to start afresh).
+    installs: Box<[AtomicU64]>,
     /// The segments those addresses point into (non-real-time side only).
     nodes: Mutex<Nodes>,
 }
@@ -63,6 +67,7 @@ impl View {
             bases: (0..mc)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
+            installs: (0..mc).map(|_| AtomicU64::new(0)).collect(),
             nodes: Mutex::new(Nodes {
                 live: vec![None; mc],
                 retired: VecDeque::new(),
@@ -161,6 +166,18 @@ impl View {
         Ok(seg)
     }
 
+    /// For a process that plays the clients of `slots` itself (engine
+    /// tests, fuzz targets, benches): a fresh node segment of its own for
+    /// each, installed with the slot number as uuid. Non-real-time.
+    pub fn own_nodes(&self, slots: std::ops::Range<u32>) -> io::Result<()> {
+        for slot in slots {
+            if !self.install_node(slot, slot as u64, self.create_node()?) {
+                return Err(io::Error::other(format!("slot {slot} out of range")));
+            }
+        }
+        Ok(())
+    }
+
     /// Maps a node segment received from elsewhere (read-only, seals
     /// checked, see [`Segment::map_sealed`]).
     pub fn map_node(&self, fd: OwnedFd) -> io::Result<Segment> {
@@ -187,6 +204,7 @@ impl View {
             }
         }
         let seg = Arc::new(seg);
+        self.installs[slot as usize].fetch_add(1, Ordering::AcqRel);
         base.store(seg.base(), Ordering::Release);
         let since = Instant::now();
         if let Some((_, old)) = n.live[slot as usize].replace((uuid, seg)) {
@@ -284,6 +302,15 @@ impl View {
     pub fn mapped_nodes(&self) -> usize {
         let n = self.nodes.lock().unwrap_or_else(|e| e.into_inner());
         n.live.iter().flatten().count() + n.retired.len()
+    }
+
+    /// How many node segments have been installed in `slot` (a change
+    /// means a new client's). Real-time safe.
+    #[inline]
+    pub fn node_installs(&self, slot: u32) -> u64 {
+        self.installs
+            .get(slot as usize)
+            .map_or(0, |n| n.load(Ordering::Acquire))
     }
 
     /// Base address of `slot`'s node segment, None when out of range or

@@ -8,10 +8,9 @@
 //!   (the driver reads the current table with no retry, so the writer must
 //!   never write it) and from the non-real-time side (seqlock-style
 //!   `read_consistent`).
-//! * `activation_*`: the cycle-tagged activation counter (exactly one
-//!   decrement per cycle reaches zero; stale-cycle decrements are no-ops).
-//! * `one_hop_*`: counter + trigger + futex word end to end (the node is
-//!   woken exactly once and sees the cycle it was triggered for).
+//! * `done_word*`: activation by done words: a node runs only after every
+//!   upstream node released its cycle, sees their outputs (no data race),
+//!   and a late release of an earlier cycle does not run it.
 //! * `seqlock_*`: the crate's one seqlock (`resound_shm::seqlock`): readers
 //!   never return a torn copy, bounded retries always return (a busy or
 //!   dead writer makes them give up), shared writers serialise, ring slots
@@ -28,18 +27,18 @@
 //!   records which outcomes it saw and asserts afterwards that the
 //!   interesting interleavings were actually explored ([`Seen`]).
 //! * No RMW atomicity against a concurrent plain store (tokio-rs/loom#254,
-//!   #389): see [`reset_as_rmw`].
+//!   #389): the models avoid mixing the two on one word.
 #![cfg(loom)]
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 
 use loom::cell::UnsafeCell;
-use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
 use loom::thread;
 use resound_shm::seqlock::{read_numbered, write_numbered, SeqArray, Stale};
-use resound_shm::sync::{activation, futex, switch};
+use resound_shm::sync::{futex, switch};
 
 /// Contents of table 1 before the writer first fills it: deliberately not a
 /// "complete" table, so reading it as current fails the completeness checks.
@@ -281,249 +280,133 @@ fn switch_read_consistent_never_torn() {
 }
 
 // ---------------------------------------------------------------------------
-// Activation counter
+// Activation by done words (resound_shm::cycle::release / readiness)
 // ---------------------------------------------------------------------------
 
-/// `activation::reset` as a `swap` instead of a plain store, for models where
-/// the reset races with a decrement's CAS.
-///
-/// Loom 0.7 does not enforce RMW atomicity against a concurrent plain store
-/// (tokio-rs/loom#254, #389; fix pending in PR #391): when the CAS runs first
-/// but the store does not observe it, loom can later let readers see the
-/// CAS's value as if it came *after* the store, which C++/Rust forbid (the
-/// CAS would then have had to read the store's value). That yields false
-/// failures ("both cycle-1 decrements see cycle 0"). In the Rust memory model
-/// a Release swap whose result is ignored is interchangeable with a Release
-/// store here (same modification-order placements, no extra synchronisation),
-/// and loom models RMW-vs-RMW correctly.
-fn reset_as_rmw(c: &AtomicU64, cycle: u32, count: u32) {
-    c.swap(activation::pack(cycle, count), Ordering::Release);
+/// One upstream node: the output it writes for a cycle, then its done word
+/// (as `cycle::release`: data, then the tag with release, then a wake).
+struct Upstream {
+    output: UnsafeCell<u64>,
+    done: AtomicU32,
 }
 
-/// Spawns the two upstream nodes of cycle `cycle` and returns which of them
-/// reported "reached zero".
-fn two_upstreams(c: &Arc<AtomicU64>, cycle: u32) -> Vec<bool> {
-    let ups: Vec<_> = (0..2)
-        .map(|_| {
-            let c = c.clone();
-            thread::spawn(move || activation::decrement(&c, cycle))
-        })
-        .collect();
-    ups.into_iter().map(|h| h.join().unwrap()).collect()
-}
+// SAFETY: `output` is written by the upstream thread only before it
+// publishes `done` with release, and read by the downstream thread only
+// after it saw that `done` with acquire; loom checks exactly that.
+unsafe impl Sync for Upstream {}
 
-/// Two upstream nodes finish cycle 1 concurrently: exactly one of them brings
-/// the counter to zero.
-#[test]
-fn activation_exactly_one_reaches_zero() {
-    let seen = Seen::<Vec<bool>>::new();
-    let seen_in = seen.clone();
-    loom::model(move || {
-        let c = Arc::new(AtomicU64::new(activation::pack(0, 0)));
-        // Driver arms the node before triggering its upstream nodes.
-        activation::reset(&c, 1, 2);
-
-        let zeros = two_upstreams(&c, 1);
-        assert_eq!(
-            zeros.iter().filter(|&&z| z).count(),
-            1,
-            "exactly one decrement must reach zero: {zeros:?}"
-        );
-        assert_eq!(c.load(Ordering::Relaxed), activation::pack(1, 0));
-        seen_in.add(zeros);
-    });
-    seen.assert_has(vec![true, false], "first upstream reaching zero");
-    seen.assert_has(vec![false, true], "second upstream reaching zero");
-}
-
-/// As above, plus an upstream node late from cycle 0 decrementing while the
-/// driver re-arms the counter for cycle 1: the stale decrement never reports
-/// zero and never disturbs cycle 1. (The reset is [`reset_as_rmw`], see there.)
-#[test]
-fn activation_stale_decrement_is_noop() {
-    loom::model(|| {
-        // Cycle 0 still waits for two upstream nodes; one of them is late.
-        let c = Arc::new(AtomicU64::new(activation::pack(0, 2)));
-
-        let stale = {
-            let c = c.clone();
-            thread::spawn(move || activation::decrement(&c, 0))
-        };
-
-        // Driver starts cycle 1, then its upstream nodes run.
-        reset_as_rmw(&c, 1, 2);
-        let zeros = two_upstreams(&c, 1);
-
-        assert!(
-            !stale.join().unwrap(),
-            "stale decrement must never reach zero"
-        );
-        assert_eq!(
-            zeros.iter().filter(|&&z| z).count(),
-            1,
-            "exactly one cycle-1 decrement must reach zero: {zeros:?}"
-        );
-        assert_eq!(c.load(Ordering::Relaxed), activation::pack(1, 0));
-    });
-}
-
-/// The late node is the *last* input of cycle 0 and races with the reset for
-/// cycle 1: it may legitimately report zero for cycle 0 (if it got in before
-/// the reset), but cycle 1 is unaffected either way. Asserts both orders were
-/// explored, i.e. the stale-vs-reset race is really modelled.
-#[test]
-fn activation_late_last_input_races_reset() {
-    let seen = Seen::<bool>::new();
-    let seen_in = seen.clone();
-    loom::model(move || {
-        let c = Arc::new(AtomicU64::new(activation::pack(0, 1)));
-
-        let stale = {
-            let c = c.clone();
-            thread::spawn(move || activation::decrement(&c, 0))
-        };
-
-        reset_as_rmw(&c, 1, 2);
-        let zeros = two_upstreams(&c, 1);
-
-        assert_eq!(
-            zeros.iter().filter(|&&z| z).count(),
-            1,
-            "exactly one cycle-1 decrement must reach zero: {zeros:?}"
-        );
-        assert_eq!(c.load(Ordering::Relaxed), activation::pack(1, 0));
-        seen_in.add(stale.join().unwrap());
-    });
-    seen.assert_has(true, "late node finishing cycle 0 before the reset");
-    seen.assert_has(false, "late node arriving after the reset");
-}
-
-// ---------------------------------------------------------------------------
-// End to end: counter, trigger, futex word
-// ---------------------------------------------------------------------------
-
-const WAITING: u32 = 1;
-const TRIGGERED: u32 = 2;
-
-/// The parts of an activation record the hop uses (see `shm::ActivationRecord`).
-struct Record {
-    counter: AtomicU64,
-    trigger: AtomicU32,
-    cycle: AtomicU64,
-    status: AtomicU32,
-}
-
-impl Record {
+impl Upstream {
     fn new() -> Self {
-        Record {
-            counter: AtomicU64::new(activation::pack(0, 0)),
-            trigger: AtomicU32::new(0),
-            cycle: AtomicU64::new(0),
-            status: AtomicU32::new(0),
+        Upstream {
+            output: UnsafeCell::new(0),
+            done: AtomicU32::new(0),
         }
     }
 
-    /// What `cycle::signal` does: decrement and, on the last input, trigger.
-    fn signal(&self, cycle: u64) {
-        if activation::decrement(&self.counter, cycle as u32) {
-            self.cycle.store(cycle, Ordering::Relaxed);
-            self.status.store(TRIGGERED, Ordering::Relaxed);
-            futex::bump_and_wake(&self.trigger);
-        }
-    }
-
-    /// The node's thread: sleeps until triggered, then reads the cycle.
-    /// Returns (cycle, status, whether it found the word unchanged at first,
-    /// i.e. really had to wait).
-    fn wait(&self, seen: u32) -> (u64, u32, bool) {
-        let slept = self.trigger.load(Ordering::Relaxed) == seen;
-        match futex::wait_changed(&self.trigger, seen, None) {
-            futex::Wait::Changed(v) => assert_ne!(v, seen),
-            futex::Wait::TimedOut => panic!("no deadline, cannot time out"),
-        }
-        (
-            self.cycle.load(Ordering::Relaxed),
-            self.status.load(Ordering::Relaxed),
-            slept,
-        )
+    /// Finishes cycle `tag` with `value` as its output.
+    fn release(&self, tag: u32, value: u64) {
+        // SAFETY: only this thread writes `output`, before publishing `done`.
+        self.output.with_mut(|p| unsafe { *p = value });
+        self.done.store(tag, Ordering::Release);
+        futex::wake_all(&self.done);
     }
 }
 
-/// The driver arms a node with one input (itself) and signals it; the node's
-/// thread, asleep on its trigger word, wakes and sees cycle 1.
+/// The downstream node's thread, as `RtContext::next_cycle`: look at every
+/// upstream done word; sleep on one that has not released `tag` yet (until
+/// it changes); run once all have. Returns the outputs it read and how many
+/// times it had to sleep.
+fn downstream(ups: &[Arc<Upstream>], tag: u32) -> (Vec<u64>, u32) {
+    let mut slept = 0;
+    loop {
+        let behind = ups.iter().find_map(|u| {
+            let d = u.done.load(Ordering::Acquire);
+            (d != tag).then_some((u, d))
+        });
+        match behind {
+            Some((u, seen)) => {
+                slept += 1;
+                futex::wait_changed(&u.done, seen, None);
+            }
+            None => {
+                // SAFETY: every upstream published `done == tag` (acquire)
+                // after writing its output, and writes nothing more.
+                let got = ups.iter().map(|u| u.output.with(|p| unsafe { *p })).collect();
+                return (got, slept);
+            }
+        }
+    }
+}
+
+/// One upstream, one downstream: the downstream runs only after the
+/// upstream's release and then sees its output (no data race), whether it
+/// arrived before or after the release.
 #[test]
-fn one_hop_wakes_and_publishes_cycle() {
+fn done_word_one_hop_publishes_the_output() {
     let seen = Seen::<bool>::new();
     let seen_in = seen.clone();
     loom::model(move || {
-        let r = Arc::new(Record::new());
-        // The value the node's thread last saw, before going to sleep.
-        let seen = r.trigger.load(Ordering::Acquire);
-
-        let driver = {
-            let r = r.clone();
-            thread::spawn(move || {
-                r.status.store(WAITING, Ordering::Relaxed);
-                activation::reset(&r.counter, 1, 1);
-                r.signal(1);
-            })
-        };
-        let node = {
-            let r = r.clone();
-            thread::spawn(move || r.wait(seen))
-        };
-
-        driver.join().unwrap();
-        let (cycle, status, slept) = node.join().unwrap();
-        assert_eq!(cycle, 1, "woken thread must see the triggered cycle");
-        assert_eq!(status, TRIGGERED);
-        assert_eq!(r.trigger.load(Ordering::Relaxed), seen + 1, "one bump");
-        seen_in.add(slept);
+        let up = Arc::new(Upstream::new());
+        let u = up.clone();
+        let producer = thread::spawn(move || u.release(1, 42));
+        let ups = vec![up.clone()];
+        let consumer = thread::spawn(move || downstream(&ups, 1));
+        producer.join().unwrap();
+        let (got, slept) = consumer.join().unwrap();
+        assert_eq!(got, vec![42], "the downstream saw the upstream's output");
+        seen_in.add(slept > 0);
     });
-    seen.assert_has(true, "node asleep before the trigger");
-    seen.assert_has(false, "node arriving after the trigger");
+    seen.assert_has(true, "downstream asleep before the release");
+    seen.assert_has(false, "downstream arriving after the release");
 }
 
-/// Like `one_hop_wakes_and_publishes_cycle`, with two upstream nodes
-/// finishing concurrently: the node is triggered exactly once and sees cycle 1.
+/// Two upstream nodes releasing concurrently: the downstream runs once,
+/// after both, and sees both outputs.
 #[test]
-fn one_hop_two_upstreams_trigger_once() {
+fn done_words_two_upstreams_run_the_node_after_both() {
     let seen = Seen::<bool>::new();
     let seen_in = seen.clone();
     bounded(3).check(move || {
-        let r = Arc::new(Record::new());
-        let seen = r.trigger.load(Ordering::Acquire);
-
-        // Driver arms the node for cycle 1, then its two upstream nodes run.
-        r.status.store(WAITING, Ordering::Relaxed);
-        activation::reset(&r.counter, 1, 2);
-        let ups: Vec<_> = (0..2)
-            .map(|_| {
-                let r = r.clone();
-                thread::spawn(move || r.signal(1))
+        let ups: Vec<_> = (0..2).map(|_| Arc::new(Upstream::new())).collect();
+        let producers: Vec<_> = ups
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                let u = u.clone();
+                thread::spawn(move || u.release(1, 10 + i as u64))
             })
             .collect();
-        let node = {
-            let r = r.clone();
-            thread::spawn(move || r.wait(seen))
-        };
-
-        for h in ups {
-            h.join().unwrap();
+        let mine = ups.clone();
+        let consumer = thread::spawn(move || downstream(&mine, 1));
+        for p in producers {
+            p.join().unwrap();
         }
-        let (cycle, status, slept) = node.join().unwrap();
-        assert_eq!(cycle, 1, "woken thread must see the triggered cycle");
-        assert_eq!(status, TRIGGERED);
-        assert_eq!(
-            r.trigger.load(Ordering::Relaxed),
-            seen + 1,
-            "triggered exactly once"
-        );
-        assert_eq!(r.counter.load(Ordering::Relaxed), activation::pack(1, 0));
-        seen_in.add(slept);
+        let (got, slept) = consumer.join().unwrap();
+        assert_eq!(got, vec![10, 11]);
+        seen_in.add(slept > 0);
     });
-    seen.assert_has(true, "node asleep before the trigger");
-    seen.assert_has(false, "node arriving after the trigger");
+    seen.assert_has(true, "downstream asleep before a release");
+    seen.assert_has(false, "downstream arriving after both releases");
+}
+
+/// A late upstream still finishing cycle 1 when the downstream waits for
+/// cycle 2 does not run it: the downstream runs cycle 2 only on the
+/// release of 2 and sees that cycle's output.
+#[test]
+fn done_word_a_late_release_does_not_run_the_next_cycle() {
+    loom::model(|| {
+        let up = Arc::new(Upstream::new());
+        let u = up.clone();
+        let producer = thread::spawn(move || {
+            u.release(1, 1);
+            u.release(2, 2);
+        });
+        let ups = vec![up.clone()];
+        let consumer = thread::spawn(move || downstream(&ups, 2));
+        producer.join().unwrap();
+        let (got, _) = consumer.join().unwrap();
+        assert_eq!(got, vec![2], "ran on cycle 1's output");
+    });
 }
 
 // ---------------------------------------------------------------------------

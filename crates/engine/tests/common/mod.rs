@@ -11,10 +11,10 @@ use resound_engine::{
 };
 use resound_graph::{Graph, DRIVER};
 use resound_sched::Ledger;
-use resound_shm::cycle::signal_downstream;
+use resound_shm::cycle::{readiness, release, Readiness};
 use resound_shm::limits::AUDIO_TYPE;
 use resound_shm::sync::{switch, Ordering};
-use resound_shm::{port_flags, Capacities, NodeStatus, View};
+use resound_shm::{client_state, port_flags, Capacities, NodeStatus, View};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
@@ -105,7 +105,8 @@ fn publish(view: &View, graph: &Graph) {
     unsafe { graph.compile().write_next_table(view) };
 }
 
-/// Plays every triggered client of the current cycle until none can progress.
+/// Plays every client of the current cycle whose inputs are ready, as its
+/// process thread would, until none can progress.
 fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
     let h = view.header();
     let cycle = h.cycle.load(Ordering::Acquire);
@@ -115,11 +116,12 @@ fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
         let mut progressed = false;
         for slot in 1..table.client_hw() {
             let Some(r) = view.record(slot) else { continue };
-            if r.cycle.load(Ordering::Acquire) != cycle
-                || r.status.load(Ordering::Acquire) != NodeStatus::Triggered as u32
-            {
+            let ran = r.cycle.load(Ordering::Acquire) == cycle;
+            let ready = matches!(readiness(view, &table, slot, cycle as u32), Readiness::Ready { .. });
+            if table.client_state(slot) != client_state::ACTIVE || ran || !ready {
                 continue;
             }
+            r.cycle.store(cycle, Ordering::Relaxed);
             r.awake_ns.store(clock.now_ns(), Ordering::Relaxed);
             r.status
                 .store(NodeStatus::Running as u32, Ordering::Release);
@@ -136,7 +138,7 @@ fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
             r.finished_cycle.store(cycle, Ordering::Release);
             r.status
                 .store(NodeStatus::Finished as u32, Ordering::Release);
-            signal_downstream(view, &table, slot, cycle);
+            release(r, cycle);
             r.store_cpu(cycle, 1_000);
             progressed = true;
         }
@@ -148,13 +150,13 @@ fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
 
 /// "a" hears its capture input and writes the cycle number to its output.
 fn process_a(view: &View, clients: &mut Clients, cycle: u64) {
-    if let Some(p) = clients.capture.and_then(|p| view.port_buffer(p)) {
+    if let Some(p) = clients.capture.and_then(|p| view.port_buffer(0, p)) {
         // SAFETY: a port buffer of max_frames ≥ 1 f32; nobody writes it now
         // (the driver thread is this thread, inside the clock hook).
         let v = unsafe { *p };
         clients.heard.push((cycle, v));
     }
-    if let Some(p) = clients.a_out.and_then(|p| view.port_buffer(p)) {
+    if let Some(p) = clients.a_out.and_then(|p| view.port_buffer(clients.a_slot, p)) {
         // SAFETY: a port buffer of max_frames ≥ FRAMES f32, owned by "a",
         // which this hook plays; no other reference to it is alive.
         let out = unsafe { std::slice::from_raw_parts_mut(p, FRAMES as usize) };
@@ -172,6 +174,7 @@ impl Rig {
             max_frames: 4096,
         };
         let view = Arc::new(View::create(caps, RATE, FRAMES, s.sync, 0).expect("view"));
+        view.own_nodes(1..caps.max_clients).expect("node segments");
         let mut graph = Graph::new(caps, "system", 1);
         let phys = port_flags::IS_PHYSICAL | port_flags::IS_TERMINAL;
         let capture = graph
