@@ -450,9 +450,10 @@ fn run(cli: Cli) -> Result<(), String> {
                         std::thread::sleep(Duration::from_millis(2));
                         let rec = view_client.view().record(slot).expect("own record");
                         let p = rec as *const _ as *mut u8;
-                        // SAFETY: the record is 128 bytes of our own mapped shared
-                        // segment; every field is an atomic integer, so any bytes
-                        // are valid values. This deliberately corrupts it.
+                        // SAFETY: the record is 128 bytes of our own node segment,
+                        // mapped read-write in this process; every field is an
+                        // atomic integer, so any bytes are valid values. This
+                        // deliberately corrupts it.
                         unsafe { std::ptr::write_bytes(p, 0xA5, std::mem::size_of_val(rec)) };
                     });
                 }

@@ -209,7 +209,7 @@ fn malformed_and_truncated_messages_drop_only_that_session() {
         wire::decode::<Welcome>(&p).unwrap(),
         Welcome::Client { .. }
     ));
-    assert_eq!(fds.len(), 2, "control and shared memfds");
+    assert_eq!(fds.len(), 2, "the control and the driver's node memfds");
     let mut rs = s.try_clone().unwrap();
     (&s).write_all(&[3, 0, 0, 0, 0x7f, 0x7f, 0x7f]).unwrap();
     let m: ServerMsg = wire::decode(&wire::read_frame(&mut rs, 1 << 24).unwrap()).unwrap();
