@@ -215,8 +215,7 @@ fn reader(
     sink: NotifySink,
     view: Option<Arc<View>>,
 ) {
-    while let Ok((payload, mut fds)) = wire::recv_frame_with_fds(&stream, limits::MAX_REPLY_BYTES)
-    {
+    while let Ok((payload, mut fds)) = wire::recv_frame_with_fds(&stream, limits::MAX_REPLY_BYTES) {
         match wire::decode::<ServerMsg>(&payload) {
             Ok(ServerMsg::Reply { seq, reply }) => {
                 let _ = replies.send((seq, reply));

@@ -9,10 +9,10 @@
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
 use resound_shm::cycle::{readiness, release, Readiness};
+use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
 use resound_shm::transport::TransportReader;
-use resound_shm::sync::AtomicU32;
 use resound_shm::{client_state, ActivationRecord, NodeStatus, View};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
@@ -255,8 +255,11 @@ impl RtContext {
             };
             rec.status
                 .store(NodeStatus::Waiting as u32, Ordering::Relaxed);
-            let mut words: [(&AtomicU32, u32); 3] =
-                [(&h.epoch, epoch), (&inner.rt_wake, woken), (&h.epoch, epoch)];
+            let mut words: [(&AtomicU32, u32); 3] = [
+                (&h.epoch, epoch),
+                (&inner.rt_wake, woken),
+                (&h.epoch, epoch),
+            ];
             let n = match word {
                 Some(w) => {
                     words[2] = (w, seen);

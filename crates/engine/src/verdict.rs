@@ -168,7 +168,13 @@ pub fn judge_all(view: &View, table: Table<'_>, cycle: u64, out: &mut Vec<Verdic
         }
         if let Some(r) = view.record(slot) {
             let inputs = inputs_ready(view, &table, slot, cycle);
-            out.push(Verdict::judge(r, slot, table.client_uuid(slot), cycle, inputs));
+            out.push(Verdict::judge(
+                r,
+                slot,
+                table.client_uuid(slot),
+                cycle,
+                inputs,
+            ));
         }
     }
 }

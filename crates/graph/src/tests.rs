@@ -64,7 +64,9 @@ fn simulate(c: &Compiled, cycle: u32) -> Vec<u32> {
         done[u as usize] = cycle;
     }
     assert!(
-        c.upstream(DRIVER).iter().all(|&u| done[u as usize] == cycle),
+        c.upstream(DRIVER)
+            .iter()
+            .all(|&u| done[u as usize] == cycle),
         "graph never signalled its end to the driver"
     );
     ran

@@ -349,7 +349,10 @@ mod tests {
         );
         // A word that already differs returns at once.
         b.store(3, Ordering::Relaxed);
-        assert_ne!(futex::wait_any(&[(&a, 1), (&b, 2)], None), futex::Wait::TimedOut);
+        assert_ne!(
+            futex::wait_any(&[(&a, 1), (&b, 2)], None),
+            futex::Wait::TimedOut
+        );
         // A change and wake from another thread ends the sleep.
         let a = std::sync::Arc::new(a);
         let waker = {
@@ -362,7 +365,10 @@ mod tests {
         };
         let far = crate::time::monotonic_ns() + 5_000_000_000;
         while a.load(Ordering::Acquire) == 1 {
-            assert_ne!(futex::wait_any(&[(&a, 1), (&b, 3)], Some(far)), futex::Wait::TimedOut);
+            assert_ne!(
+                futex::wait_any(&[(&a, 1), (&b, 3)], Some(far)),
+                futex::Wait::TimedOut
+            );
         }
         waker.join().unwrap();
     }

@@ -487,7 +487,11 @@ mod tests {
         // The owner's mapping writes; the server maps it read-only.
         assert!(server.install_node(3, 30, server.map_node(fd).unwrap()));
         // SAFETY: offset 0 of the owner's own read-write mapping.
-        unsafe { (*(own.base() as *const ActivationRecord)).done.store(9, Ordering::Relaxed) };
+        unsafe {
+            (*(own.base() as *const ActivationRecord))
+                .done
+                .store(9, Ordering::Relaxed)
+        };
         assert_eq!(server.record(3).unwrap().done.load(Ordering::Relaxed), 9);
         let again = rustix::io::fcntl_dupfd_cloexec(own.fd(), 0).unwrap();
         assert!(Segment::map(again, server.layout().node_bytes, true).is_err());

@@ -331,7 +331,10 @@ fn downstream(ups: &[Arc<Upstream>], tag: u32) -> (Vec<u64>, u32) {
             None => {
                 // SAFETY: every upstream published `done == tag` (acquire)
                 // after writing its output, and writes nothing more.
-                let got = ups.iter().map(|u| u.output.with(|p| unsafe { *p })).collect();
+                let got = ups
+                    .iter()
+                    .map(|u| u.output.with(|p| unsafe { *p }))
+                    .collect();
                 return (got, slept);
             }
         }

@@ -117,7 +117,10 @@ fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
         for slot in 1..table.client_hw() {
             let Some(r) = view.record(slot) else { continue };
             let ran = r.cycle.load(Ordering::Acquire) == cycle;
-            let ready = matches!(readiness(view, &table, slot, cycle as u32), Readiness::Ready { .. });
+            let ready = matches!(
+                readiness(view, &table, slot, cycle as u32),
+                Readiness::Ready { .. }
+            );
             if table.client_state(slot) != client_state::ACTIVE || ran || !ready {
                 continue;
             }
@@ -156,7 +159,10 @@ fn process_a(view: &View, clients: &mut Clients, cycle: u64) {
         let v = unsafe { *p };
         clients.heard.push((cycle, v));
     }
-    if let Some(p) = clients.a_out.and_then(|p| view.port_buffer(clients.a_slot, p)) {
+    if let Some(p) = clients
+        .a_out
+        .and_then(|p| view.port_buffer(clients.a_slot, p))
+    {
         // SAFETY: a port buffer of max_frames ≥ FRAMES f32, owned by "a",
         // which this hook plays; no other reference to it is alive.
         let out = unsafe { std::slice::from_raw_parts_mut(p, FRAMES as usize) };

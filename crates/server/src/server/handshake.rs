@@ -106,9 +106,7 @@ impl Server {
             uuid,
             server: self.name.clone(),
         };
-        let Some(driver) = self.view.node(0, 0) else {
-            return None;
-        };
+        let driver = self.view.node(0, 0)?;
         let fds = [self.view.control().fd(), driver.fd()];
         if let Err(e) = wire::send_frame_with_fds(o.stream, &w, &fds) {
             warn!("handshake with {actual:?} failed: {e}");

@@ -89,7 +89,8 @@ impl Server {
     ) {
         loop {
             // Descriptors that come with any other request are closed here.
-            let (payload, mut fds) = match wire::recv_frame_with_fds(rd, limits::MAX_REQUEST_BYTES) {
+            let (payload, mut fds) = match wire::recv_frame_with_fds(rd, limits::MAX_REQUEST_BYTES)
+            {
                 Ok(p) => p,
                 Err(FrameError::Closed) => break,
                 Err(e @ FrameError::TooLong(..)) => {

@@ -174,7 +174,9 @@ fn create_view(cfg: &Config, caps: Capacities) -> Result<(Arc<View>, std::io::Re
     control
         .seal(true)
         .map_err(|e| format!("sealing control segment: {e}"))?;
-    let driver = view.node(0, 0).ok_or("the driver's node segment is missing")?;
+    let driver = view
+        .node(0, 0)
+        .ok_or("the driver's node segment is missing")?;
     driver
         .seal(true)
         .map_err(|e| format!("sealing the driver's node segment: {e}"))?;
