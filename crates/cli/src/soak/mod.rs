@@ -231,12 +231,16 @@ fn set_period(ctl: &ControlSession, frames: u32) {
 }
 
 /// Waits until only the chain's clients are left and every reservation of
-/// the churn is gone.
+/// the churn is gone, then until the server has let go of the shared
+/// memory of the clients that left (it keeps a leaving client's node
+/// segment readable, then mapped, for `RETIRE_AFTER` each, and drops it
+/// at its next once-a-second housekeeping).
 fn wait_settled(ctl: &ControlSession, clients: u64) -> Result<(), String> {
     let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(15) {
         if status(ctl)?.clients.len() as u64 == clients {
-            std::thread::sleep(Duration::from_millis(500));
+            let retired = 2 * resound_shm::RETIRE_AFTER + Duration::from_millis(1500);
+            std::thread::sleep(retired);
             return Ok(());
         }
         std::thread::sleep(Duration::from_millis(100));
