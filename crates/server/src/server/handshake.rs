@@ -7,6 +7,7 @@
 //! the state lock.
 
 use super::dispatch::{graph_error, werr};
+use super::log_limit::more;
 use super::{Server, Session};
 use resound_protocol::hello::check_hello;
 use resound_protocol::wire::{self, ErrorCode, Hello, HelloKind, Notification, ServerMsg, Welcome};
@@ -86,7 +87,10 @@ impl Server {
         let (slot, actual) = match st.graph.add_client(name, exact, o.pid) {
             Ok(added) => added,
             Err(e) => {
-                info!("refused client {name:?} (pid {}): {e}", o.pid);
+                if let Some(skipped) = self.peer_logs.refused.allow() {
+                    let more = more(skipped, "client(s) refused");
+                    info!("refused client {name:?} (pid {}): {e}{more}", o.pid);
+                }
                 let refusal = Welcome::Refused(graph_error(e));
                 let _ = wire::write_frame(&mut &*o.stream, &refusal);
                 return None;
@@ -110,7 +114,10 @@ impl Server {
         };
         let (c, s) = self.view.segments();
         if let Err(e) = wire::send_frame_with_fds(o.stream, &w, &[c.fd(), s.fd()]) {
-            warn!("handshake with {actual:?} failed: {e}");
+            if let Some(skipped) = self.peer_logs.dropped.allow() {
+                let more = more(skipped, "session(s) dropped");
+                warn!("handshake with {actual:?} failed: {e}{more}");
+            }
             let _ = st.graph.remove_client(slot);
             self.publish(&mut st);
             return None;
