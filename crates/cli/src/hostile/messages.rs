@@ -28,6 +28,7 @@
 //! Runs on the command's main thread.
 
 use fastrand::Rng;
+use resound_protocol::hello::check_hello;
 use resound_protocol::wire::{self, Envelope, Hello, HelloKind, Request, PROTOCOL_VERSION};
 use resound_shm::{limits, port_flags};
 
@@ -298,20 +299,23 @@ impl Gen {
     /// Where the `Hello` belongs: a request, a wrong version, an unknown
     /// session kind, or undecodable bytes. The server must refuse it.
     fn wrong_opening(&mut self) -> Frame {
-        let mut f = match self.rng.u32(0..4) {
-            0 => {
-                // A sequence number other than the protocol version, so
-                // that it cannot read as a `Hello` of the right version.
-                let req = self.request();
-                let seq = self.rng.u32(PROTOCOL_VERSION + 1..);
-                frame(Kind::OutOfOrder, &Envelope { seq, req })
+        loop {
+            let mut f = match self.rng.u32(0..4) {
+                0 => {
+                    let req = self.request();
+                    let seq = self.rng.u32(..);
+                    frame(Kind::OutOfOrder, &Envelope { seq, req })
+                }
+                1 => self.wrong_version(),
+                2 => self.unknown_kind(),
+                _ => self.undecodable(),
+            };
+            // Bytes that happen to read as a good `Hello` are drawn again.
+            if check_hello(&f.bytes[4..]).is_err() {
+                f.kind = Kind::OutOfOrder;
+                return f;
             }
-            1 => self.wrong_version(),
-            2 => self.unknown_kind(),
-            _ => self.undecodable(),
-        };
-        f.kind = Kind::OutOfOrder;
-        f
+        }
     }
 
     /// A `Hello` of a protocol version other than ours.
@@ -673,7 +677,6 @@ fn prefixed(claimed: u32, body: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_protocol::hello::check_hello;
 
     /// The announced payload length of a frame.
     fn claimed(f: &Frame) -> usize {

@@ -2,13 +2,14 @@
 //! server and, session after session, sends a seeded random mix of
 //! well-formed requests with random values at random points of a
 //! session's life, undecodable payloads, truncated and oversized frames
-//! and protocol out of order ([`messages`]); now and then a session also
+//! and protocol out of order (`messages.rs`); now and then a session also
 //! registers ports and activates, so that it has a graph node. Every file
 //! descriptor the server passes it is mapped writable where the kernel
 //! allows it and random bytes are written into every page of it, again
-//! and again ([`pages`]). Replies are drained by each session's reader
-//! thread ([`session`]), never waited for. At the end it checks that the
-//! server still answers `status`, and fails only if it does not.
+//! and again (`pages.rs`). Replies are drained by each session's reader
+//! thread (`session.rs`), never waited for. At the end it checks that the
+//! server still answers `status`, and fails only if the server stopped
+//! answering: `status`, new sessions, or three sessions in a row.
 //!
 //! What a server must survive: no crash, no hang, other clients' cycles
 //! unharmed, the hostile sessions dropped with a clear log line.
@@ -81,10 +82,14 @@ pub fn run(server: Option<&str>, a: HostileArgs) -> Result<(), String> {
     let outcome = attack.play();
     attack.settle();
     report::summary(&attack.tally, &attack.pages, attack.t0.elapsed());
-    if let Err(e) = outcome {
+    if let Err(e) = &outcome {
         println!("== the run stopped early: {e}");
     }
-    server_answers(&name)
+    // Both ways the server stopped answering: sessions, or status.
+    let answers = server_answers(&name);
+    outcome
+        .map_err(|e| format!("server {name:?} stopped answering: {e}"))
+        .and(answers)
 }
 
 /// A seed from the clock.
