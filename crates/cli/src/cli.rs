@@ -101,6 +101,12 @@ enum Cmd {
     /// memfds, memory, threads and ledger at start and end, with a plot, and fails on a leak or
     /// a lost cycle.
     Soak(crate::soak::SoakArgs),
+    /// A live hostile client: sends a running server (-s NAME) millions of random, truncated,
+    /// oversized and out-of-order messages over many sessions, and writes random bytes into
+    /// every page of every shared segment the server passes it that it can map writable; then
+    /// checks that the server still answers status (fails only if it does not). Run it while
+    /// other clients play, to see that they are unharmed.
+    Hostile(crate::hostile::HostileArgs),
     /// Run a JACK program on resound: CMD starts with resound's libjack.so.0
     /// first in the library path (like pw-jack); -s/--server picks the server.
     Run {
@@ -131,6 +137,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let r = match cli.cmd {
         Cmd::Demo(a) => crate::demo::run(a),
         Cmd::Soak(a) => crate::soak::run(a),
+        Cmd::Hostile(a) => crate::hostile::run(cli.server.as_deref(), a),
         Cmd::Experiment(c) => resound_lab::experiment::main(c),
         Cmd::Reserve(a) => reserve(a),
         Cmd::Profile(a) => crate::profile::run(cli.server.as_deref(), a),
@@ -414,6 +421,7 @@ fn control(server: Option<&str>, cmd: Cmd) -> Result<(), String> {
         }
         Cmd::Demo(_)
         | Cmd::Soak(_)
+        | Cmd::Hostile(_)
         | Cmd::Experiment(_)
         | Cmd::Reserve(_)
         | Cmd::Profile(_)

@@ -6,8 +6,8 @@
 //! internal clients, reservations, running JACK programs), reads its timing
 //! profile ([`profile`]), serves the live monitor page ([`monitor`]) and runs
 //! the demo graph of the README's main command ([`demo`]), the long run
-//! under churn ([`soak`]) and lists the sound devices ALSA knows
-//! ([`devices`]). Everything here
+//! under churn ([`soak`]), the live hostile client ([`hostile`]) and lists
+//! the sound devices ALSA knows ([`devices`]). Everything here
 //! runs on the command's main thread (the monitor adds HTTP worker threads);
 //! nothing here is on the real-time path.
 
@@ -16,6 +16,7 @@ pub mod demo;
 pub mod legacy;
 
 pub mod devices;
+pub mod hostile;
 pub mod monitor;
 pub mod profile;
 pub mod soak;

@@ -98,6 +98,16 @@ enum Cmd {
     },
 }
 
+/// The cycles of the xrun notifications a client was sent.
+#[derive(Debug, Default, Clone)]
+struct Xruns {
+    /// Every one.
+    all: Vec<u64>,
+    /// Those naming no late client: the driver woke late (the machine
+    /// stalled it) or the device had an xrun.
+    driver: Vec<u64>,
+}
+
 /// Bad cycles and gaps remembered individually (to match them with xruns).
 const EVENT_CAP: usize = 65536;
 
@@ -259,7 +269,7 @@ fn run(cli: Cli) -> Result<(), String> {
         signal_hook::flag::register(sig, stop.clone()).map_err(|e| e.to_string())?;
     }
     let gone = Arc::new(AtomicBool::new(false));
-    let xruns = Arc::new(std::sync::Mutex::new(Vec::<u64>::new()));
+    let xruns = Arc::new(std::sync::Mutex::new(Xruns::default()));
     let (g, st, xr) = (gone.clone(), stop.clone(), xruns.clone());
     client.set_notification_handler(move |_c: &Client, n: &resound_client::Event| match n {
         resound_client::Event::Shutdown { reason } => {
@@ -267,8 +277,12 @@ fn run(cli: Cli) -> Result<(), String> {
             g.store(true, Ordering::Release);
             st.store(true, Ordering::Release);
         }
-        resound_client::Event::Xrun { cycle, .. } => {
-            xr.lock().unwrap_or_else(|e| e.into_inner()).push(*cycle)
+        resound_client::Event::Xrun { cycle, late } => {
+            let mut x = xr.lock().unwrap_or_else(|e| e.into_inner());
+            x.all.push(*cycle);
+            if late.is_empty() {
+                x.driver.push(*cycle);
+            }
         }
         _ => {}
     });
@@ -511,12 +525,13 @@ fn activate(
 fn report(
     client: &Client,
     s: &Stats,
-    xruns: &std::sync::Mutex<Vec<u64>>,
+    xruns: &std::sync::Mutex<Xruns>,
     last: bool,
 ) -> serde_json::Value {
     let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
     let xruns = xruns.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let (bad_unexplained, gaps_unexplained) = s.unexplained(&xruns);
+    let (bad_unexplained, gaps_unexplained) = s.unexplained(&xruns.all);
+    let (bad_not_driver, gaps_not_driver) = s.unexplained(&xruns.driver);
     let samples = ld(&s.samples).max(1) as f64;
     json!({
         "event": if last { "final" } else { "report" },
@@ -526,9 +541,12 @@ fn report(
         "silent": ld(&s.silent),
         "bad": ld(&s.bad),
         "ref_gaps": ld(&s.ref_gaps),
-        "xruns_seen": xruns.len(),
+        "xruns_seen": xruns.all.len(),
         "bad_unexplained": bad_unexplained,
         "gaps_unexplained": gaps_unexplained,
+        "driver_xruns_seen": xruns.driver.len(),
+        "bad_unexplained_by_driver": bad_not_driver,
+        "gaps_unexplained_by_driver": gaps_not_driver,
         "no_ref": ld(&s.no_ref),
         "first_bad": {
             "cycle": ld(&s.first_bad_cycle),

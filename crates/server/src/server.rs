@@ -12,6 +12,7 @@
 //! | `publish` | writing the compiled graph into the next shared table | session threads (state lock) |
 //! | `notify` | notifications to every session | session and housekeeping threads (state lock) |
 //! | `session`, `handshake` | accepting connections, per-session reader and writer threads, the hello/welcome exchange | listener, session threads |
+//! | `log_limit` | rate limits of the log lines a peer can cause at will | session threads |
 //! | `dispatch` | routing a request to its family, converting graph errors | session threads |
 //! | `port_requests`, `client_requests`, `connection_requests`, `transport_requests`, `property_requests`, `internal_requests` | one family of requests each | session threads (state lock, except internal clients) |
 //! | `external_requests` | admitting threads outside the graph (legacy programs) in the driver's ledger | session threads (state lock) |
@@ -57,6 +58,7 @@ mod events;
 mod external_requests;
 mod handshake;
 mod internal_requests;
+mod log_limit;
 mod node_segments;
 mod notify;
 mod port_requests;
@@ -106,6 +108,8 @@ pub struct Server {
     internals: Internals,
     /// Who may connect (`--allow-group`).
     access: access::Access,
+    /// Limits the log lines peers can cause at will.
+    peer_logs: log_limit::PeerLogs,
     /// The device's latencies on top of the period (the driver's `latencies()`).
     device_latencies: resound_engine::Latencies,
     /// `-d file`: the render's start trigger and outcome.

@@ -18,6 +18,7 @@ mod sample;
 use clap::Args;
 use resound_client::prelude::*;
 use resound_client::ControlSession;
+use resound_lab::harness::chain::{self, lost_cycles, stop_chain, CHAIN_OUTPUTS};
 use resound_lab::harness::{dummy_driver_args, Bins, Child, Server, ServerSpec, StderrMode};
 use resound_profiler::plots::{render, Chart, Series};
 use sample::Sample;
@@ -54,22 +55,6 @@ const PRINT_EVERY: Duration = Duration::from_secs(10);
 /// Seconds between two buffer-size changes.
 const BUFSIZE_EVERY: Duration = Duration::from_secs(25);
 
-/// The sample-exact chain: name and `resound-tool` arguments.
-const CHAIN: [(&str, &[&str]); 4] = [
-    ("gen", &["counter"]),
-    ("p1", &["pass"]),
-    ("p2", &["pass"]),
-    ("check", &["--report-ms", "1000", "check"]),
-];
-
-/// Its wiring: the reference goes straight from the counter to the check.
-const CHAIN_WIRING: [(&str, &str); 4] = [
-    ("gen:out", "p1:in"),
-    ("p1:out", "p2:in"),
-    ("p2:out", "check:in"),
-    ("gen:out", "check:ref"),
-];
-
 /// Runs the soak.
 pub fn run(a: SoakArgs) -> Result<(), String> {
     let seed = a.seed.unwrap_or_else(|| {
@@ -92,7 +77,7 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
     let pid = server.pid();
     let lost = |chain: &[Child]| lost_cycles(chain).0;
     let first = sample::read(pid, 0.0, &status(&ctl)?, lost(&chain))?;
-    let mut churn = churn::Churn::new(seed, a.max_clients, &["gen:out", "p1:out", "p2:out"], &ctl);
+    let mut churn = churn::Churn::new(seed, a.max_clients, &CHAIN_OUTPUTS, &ctl);
     let samples = soak(&a, &server, &ctl, &chain, &mut churn, first)?;
     churn.finish();
     set_period(&ctl, a.period);
@@ -144,14 +129,7 @@ fn start_server(period: u32) -> Result<(Server, ControlSession), String> {
 
 /// Starts and wires the sample-exact chain.
 fn start_chain(server: &Server, ctl: &ControlSession) -> Result<Vec<Child>, String> {
-    let mut procs = Vec::new();
-    for (name, args) in CHAIN {
-        procs.push(server.tool(name, args, &mut || Ok(()))?.0);
-    }
-    for (s, d) in CHAIN_WIRING {
-        ctl.connect_ports(s, d)
-            .map_err(|e| format!("connect {s} -> {d}: {e}"))?;
-    }
+    let procs = chain::start_chain(server, ctl)?;
     println!("   chain gen -> p1 -> p2 -> check (sample-exact, each its own process)");
     Ok(procs)
 }
@@ -246,31 +224,6 @@ fn wait_settled(ctl: &ControlSession, clients: u64) -> Result<(), String> {
         std::thread::sleep(Duration::from_millis(100));
     }
     Err("the churn clients did not all leave within 15 s".into())
-}
-
-/// The chain's lost cycles so far from the check's last report: (bad or
-/// missing blocks, of which unexplained by an xrun, xruns it was told of).
-fn lost_cycles(chain: &[Child]) -> (u64, u64, u64) {
-    let Some(r) = chain.last().and_then(|c| c.lines().last()) else {
-        return (0, 0, 0);
-    };
-    let n = |k: &str| r[k].as_u64().unwrap_or(0);
-    (
-        n("bad") + n("ref_gaps"),
-        n("bad_unexplained") + n("gaps_unexplained"),
-        n("xruns_seen"),
-    )
-}
-
-/// Stops the chain and returns the check's final figures.
-fn stop_chain(chain: &mut [Child]) -> (u64, u64, u64) {
-    for c in chain.iter_mut() {
-        let _ = c.stop(Duration::from_secs(10));
-    }
-    if let Some(c) = chain.last() {
-        c.lines().wait_closed(Duration::from_secs(2));
-    }
-    lost_cycles(chain)
 }
 
 /// soak.csv and the plot (soak.png, soak.svg).

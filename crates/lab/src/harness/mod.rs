@@ -8,6 +8,7 @@
 //!   directory (`RESOUND_DIR`), ready once it accepts control sessions;
 //! * [`Child`]: any child process, its stdout JSON lines collected
 //!   ([`JsonLines`]) and its stderr kept ([`StderrLog`]);
+//! * [`chain`]: the sample-exact chain the long runs watch;
 //! * [`Jackd`]: Debian's jackd under a unique name, the reference server
 //!   programs are compared with;
 //! * every process is stopped (SIGTERM, then SIGKILL) and every directory
@@ -18,6 +19,7 @@
 
 pub mod alsa;
 mod bins;
+pub mod chain;
 mod child;
 mod jackd;
 mod output;

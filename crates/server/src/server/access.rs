@@ -13,15 +13,11 @@
 //! Threads: [`Access::resolve`] on the main thread at start-up; the checks
 //! on session threads (without the state lock).
 
+use super::log_limit::{more, SharedLogLimit};
 use std::ffi::CStr;
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 use tracing::warn;
-
-/// At most one refusal log line per this interval (the rest are counted).
-const LOG_EVERY: Duration = Duration::from_secs(1);
 
 /// The credentials of a connected peer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,28 +51,7 @@ pub(super) struct Access {
     /// The group let in, with its name (`--allow-group`).
     group: Option<(u32, String)>,
     /// Limits the refusal log lines.
-    log: Mutex<LogLimit>,
-}
-
-/// At most one line per [`LOG_EVERY`]; the lines not written are counted
-/// and reported with the next one.
-#[derive(Debug, Default)]
-struct LogLimit {
-    last: Option<Instant>,
-    skipped: u64,
-}
-
-impl LogLimit {
-    /// Whether to write a line at `now`: Some(lines skipped since the last
-    /// one written), or None (this one is counted instead).
-    fn allow(&mut self, now: Instant) -> Option<u64> {
-        if self.last.is_some_and(|t| now.duration_since(t) < LOG_EVERY) {
-            self.skipped += 1;
-            return None;
-        }
-        self.last = Some(now);
-        Some(std::mem::take(&mut self.skipped))
-    }
+    log: SharedLogLimit,
 }
 
 impl Access {
@@ -97,7 +72,7 @@ impl Access {
             uid,
             user: user_name(uid),
             group,
-            log: Mutex::new(LogLimit::default()),
+            log: SharedLogLimit::default(),
         })
     }
 
@@ -135,20 +110,14 @@ impl Access {
         Err(m)
     }
 
-    /// One log line per refusal, at most one per [`LOG_EVERY`] (the others
-    /// are counted in the next line).
+    /// One log line per refusal, at most one a second (the others are
+    /// counted in the next line).
     fn log_refusal(&self, m: &str, pid: u32) {
-        let allowed = self
-            .log
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .allow(Instant::now());
-        match allowed {
-            None => {}
-            Some(0) => warn!("refused a connection from pid {pid}: {m}"),
-            Some(more) => warn!(
-                "refused a connection from pid {pid}: {m} ({more} more refused since the last line)"
-            ),
+        if let Some(skipped) = self.log.allow() {
+            warn!(
+                "refused a connection from pid {pid}: {m}{}",
+                more(skipped, "refused")
+            );
         }
     }
 }
@@ -261,19 +230,6 @@ fn lookup_group(g: &str) -> Result<(u32, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn refusal_lines_are_limited_and_counted() {
-        let mut l = LogLimit::default();
-        let t0 = Instant::now();
-        assert_eq!(l.allow(t0), Some(0));
-        for i in 1..=5 {
-            assert_eq!(l.allow(t0 + Duration::from_millis(100 * i)), None);
-        }
-        assert_eq!(l.allow(t0 + LOG_EVERY), Some(5));
-        assert_eq!(l.allow(t0 + LOG_EVERY + Duration::from_millis(1)), None);
-        assert_eq!(l.allow(t0 + 3 * LOG_EVERY), Some(1));
-    }
 
     #[test]
     fn own_and_root_threads_rule() {

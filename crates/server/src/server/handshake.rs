@@ -7,6 +7,7 @@
 //! the state lock.
 
 use super::dispatch::{graph_error, werr};
+use super::log_limit::more;
 use super::{Server, Session};
 use resound_protocol::hello::check_hello;
 use resound_protocol::wire::{self, ErrorCode, Hello, HelloKind, Notification, ServerMsg, Welcome};
@@ -85,7 +86,10 @@ impl Server {
         let (slot, actual) = match st.graph.add_client(name, exact, o.pid) {
             Ok(added) => added,
             Err(e) => {
-                info!("refused client {name:?} (pid {}): {e}", o.pid);
+                if let Some(skipped) = self.peer_logs.refused.allow() {
+                    let more = more(skipped, "client(s) refused");
+                    info!("refused client {name:?} (pid {}): {e}{more}", o.pid);
+                }
                 let refusal = Welcome::Refused(graph_error(e));
                 let _ = wire::write_frame(&mut &*o.stream, &refusal);
                 return None;
@@ -109,7 +113,10 @@ impl Server {
         let driver = self.view.node(0, 0)?;
         let fds = [self.view.control().fd(), driver.fd()];
         if let Err(e) = wire::send_frame_with_fds(o.stream, &w, &fds) {
-            warn!("handshake with {actual:?} failed: {e}");
+            if let Some(skipped) = self.peer_logs.dropped.allow() {
+                let more = more(skipped, "session(s) dropped");
+                warn!("handshake with {actual:?} failed: {e}{more}");
+            }
             let _ = st.graph.remove_client(slot);
             self.publish(&mut st);
             return None;

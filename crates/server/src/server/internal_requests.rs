@@ -5,6 +5,7 @@
 //! Threads: session threads, without the state lock.
 
 use super::dispatch::werr;
+use super::log_limit::more;
 use super::Server;
 use crate::internal::Host;
 use resound_protocol::wire::{ErrorCode, Reply, Request, WireError};
@@ -53,7 +54,12 @@ impl Server {
         let (uuid, name) = self
             .internals
             .load(&host, client_name, load_name, init)
-            .inspect_err(|e| warn!("loading internal client {load_name:?}: {e}"))?;
+            .inspect_err(|e| {
+                if let Some(skipped) = self.peer_logs.loads.allow() {
+                    let more = more(skipped, "load(s) refused");
+                    warn!("loading internal client {load_name:?}: {e}{more}");
+                }
+            })?;
         info!("internal client {name:?} ({load_name} {init}) loaded");
         Ok(Reply::Internal { uuid, name })
     }

@@ -8,6 +8,7 @@
 
 use super::access::Peer;
 use super::handshake::{read_hello, refuse, Opening};
+use super::log_limit::more;
 use super::Server;
 use resound_engine::Command;
 use resound_protocol::wire::{self, Envelope, ErrorCode, FrameError, Reply, Request, ServerMsg};
@@ -87,18 +88,18 @@ impl Server {
         rd: &mut UnixStream,
         tx: &SyncSender<ServerMsg>,
     ) {
+        // Unbuffered: a frame's descriptors (AttachNode's node segment) come
+        // with its first bytes, so each frame is read on its own. Descriptors
+        // that come with any other request are closed here.
         loop {
-            // Descriptors that come with any other request are closed here.
             let (payload, mut fds) = match wire::recv_frame_with_fds(rd, limits::MAX_REQUEST_BYTES)
             {
                 Ok(p) => p,
-                Err(FrameError::Closed) => break,
-                Err(e @ FrameError::TooLong(..)) => {
-                    warn!("{}: {e}; dropping the connection", self.who(slot, pid));
-                    break;
-                }
-                Err(FrameError::Io(e)) => {
-                    debug!("{}: {e}", self.who(slot, pid));
+                Err(e) => {
+                    match drop_reason(&e) {
+                        Some(why) => self.log_dropped(slot, pid, &why),
+                        None => debug!("{}: {e}", self.who(slot, pid)),
+                    }
                     break;
                 }
             };
@@ -120,7 +121,10 @@ impl Server {
                     (env.seq, r, close)
                 }
                 Err(e) => {
-                    warn!("{}: {e}", self.who(slot, pid));
+                    if let Some(skipped) = self.peer_logs.malformed.allow() {
+                        let more = more(skipped, "malformed message(s)");
+                        warn!("{}: {e}{more}", self.who(slot, pid));
+                    }
                     (u32::MAX, Reply::Err(e), false)
                 }
             };
@@ -130,6 +134,17 @@ impl Server {
             if close {
                 break;
             }
+        }
+    }
+
+    /// Logs that session `slot`/`pid` is dropped for `why` (rate-limited).
+    fn log_dropped(&self, slot: Option<u32>, pid: u32, why: &str) {
+        if let Some(skipped) = self.peer_logs.dropped.allow() {
+            let more = more(skipped, "session(s) dropped");
+            warn!(
+                "{}: {why}; dropping the connection{more}",
+                self.who(slot, pid)
+            );
         }
     }
 
@@ -176,6 +191,20 @@ impl Server {
     }
 }
 
+/// Why a session whose next frame could not be read is dropped, for the
+/// log: a frame over the limit, or one cut short by the end of the
+/// connection; None for the end between two frames (a close) or a failed
+/// read (a client that died: its reset connection is no news).
+fn drop_reason(e: &FrameError) -> Option<String> {
+    match e {
+        FrameError::TooLong(..) => Some(e.to_string()),
+        FrameError::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            Some("its connection ended inside a frame (truncated)".into())
+        }
+        FrameError::Closed | FrameError::Io(_) => None,
+    }
+}
+
 /// The session's writer thread: sends queued messages until the queue
 /// closes or the socket fails. A [`ServerMsg::Node`] goes with its
 /// segment's descriptor, taken from `view` when it is sent; one whose
@@ -202,4 +231,24 @@ fn spawn_writer(
                 }
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_and_truncated_frames_are_reasons_to_log_a_close_is_not() {
+        let mut oversized = &[0xff, 0xff, 0xff, 0x7f, 1, 2][..];
+        let e = wire::read_frame(&mut oversized, limits::MAX_REQUEST_BYTES).unwrap_err();
+        let why = drop_reason(&e).unwrap();
+        assert!(why.contains("exceeds the limit of 65536"), "{why}");
+        let mut truncated = &[10, 0, 0, 0, 1, 2][..];
+        let e = wire::read_frame(&mut truncated, limits::MAX_REQUEST_BYTES).unwrap_err();
+        assert!(drop_reason(&e).unwrap().contains("truncated"));
+        let e = wire::read_frame(&mut &[][..], limits::MAX_REQUEST_BYTES).unwrap_err();
+        assert_eq!(drop_reason(&e), None);
+        let reset = FrameError::Io(std::io::ErrorKind::ConnectionReset.into());
+        assert_eq!(drop_reason(&reset), None);
+    }
 }

@@ -74,6 +74,7 @@ impl Server {
             profile: profile.clone(),
             internals: Internals::default(),
             access,
+            peer_logs: Default::default(),
             device_latencies: device.latencies(),
             render: device.render_control(),
             device_period: device.period_control(),
