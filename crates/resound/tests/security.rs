@@ -517,3 +517,84 @@ fn a_thread_reserved_by_one_session_is_refused_to_another() {
     let _ = sleeper.kill();
     let _ = sleeper.wait();
 }
+
+/// Sends `AttachNode` on a raw session with `fd` attached (or none) and
+/// returns the reply.
+fn attach(s: &UnixStream, fd: Option<std::os::fd::BorrowedFd<'_>>) -> Reply {
+    let env = wire::Envelope {
+        seq: 7,
+        req: Request::AttachNode,
+    };
+    match fd {
+        Some(fd) => wire::send_frame_with_fds(s, &env, &[fd]).unwrap(),
+        None => wire::send_frame(s, &env).unwrap(),
+    }
+    let mut rd = s.try_clone().unwrap();
+    loop {
+        let p = wire::read_frame(&mut rd, 1 << 24).unwrap();
+        if let wire::ServerMsg::Reply { seq: 7, reply } = wire::decode(&p).unwrap() {
+            return reply;
+        }
+    }
+}
+
+/// The message of an error reply, which must carry `code`.
+fn refusal(r: Reply, code: ErrorCode) -> String {
+    match r {
+        Reply::Err(e) => {
+            assert_eq!(e.code, code, "{e:?}");
+            e.message
+        }
+        other => panic!("accepted: {other:?}"),
+    }
+}
+
+#[test]
+fn only_a_sealed_memfd_of_the_right_size_becomes_a_clients_shared_memory() {
+    use std::os::fd::AsFd;
+    let _serial = common::one_at_a_time();
+    let srv = Srv::start(&["-d", "dummy", "-r", "48000", "-p", "256"]);
+    let s = raw_client(&srv, "forger");
+    // No activation without its own shared memory.
+    let tid = resound_sched::policy::gettid();
+    let m = refusal(call(&s, Request::Activate { tid }), ErrorCode::Protocol);
+    assert!(m.contains("not attached"), "{m}");
+    // No descriptor at all.
+    let m = refusal(attach(&s, None), ErrorCode::Protocol);
+    assert!(m.contains("memfd"), "{m}");
+    // A file on disk: the server never maps a path a client chose.
+    let file = std::fs::File::open("/etc/hostname").unwrap();
+    let m = refusal(attach(&s, Some(file.as_fd())), ErrorCode::NotAllowed);
+    assert!(m.contains("memfd"), "{m}");
+    // A memfd the client could still write through another mapping.
+    let size = resound_client::Client::open(
+        "probe",
+        resound_client::OpenOptions {
+            server: Some(srv.name.clone()),
+            dir: Some(srv.dir.to_path_buf()),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+    .view()
+    .layout()
+    .node_bytes;
+    let open = resound_shm::Segment::create("forged", size).unwrap();
+    let m = refusal(attach(&s, Some(open.fd())), ErrorCode::NotAllowed);
+    assert!(m.contains("sealed"), "{m}");
+    // Sealed, but of another size.
+    let small = resound_shm::Segment::create("small", 4096).unwrap();
+    small.seal(true).unwrap();
+    let m = refusal(attach(&s, Some(small.fd())), ErrorCode::NotAllowed);
+    assert!(m.contains("bytes"), "{m}");
+    // The real thing is taken, once.
+    let good = resound_shm::Segment::create("good", size).unwrap();
+    good.seal(true).unwrap();
+    assert_eq!(attach(&s, Some(good.fd())), Reply::Ok);
+    let m = refusal(attach(&s, Some(good.fd())), ErrorCode::Protocol);
+    assert!(m.contains("already attached"), "{m}");
+    // Another session cannot pass the same memory off as its own.
+    let t = raw_client(&srv, "copycat");
+    let m = refusal(attach(&t, Some(good.fd())), ErrorCode::NotAllowed);
+    assert!(m.contains("another client"), "{m}");
+}

@@ -78,8 +78,8 @@ impl Server {
             }
             if let Err(TrySendError::Full(_)) = s.tx.try_send(ServerMsg::Node { slot, uuid }) {
                 warn!(
-                    "client in slot {:?} does not read its notifications; dropping it",
-                    s.slot
+                    "client {:?} does not read its notifications; dropping it",
+                    Self::label(st, s)
                 );
                 let _ = s.stream.shutdown(std::net::Shutdown::Both);
             }

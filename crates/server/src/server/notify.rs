@@ -36,7 +36,7 @@ impl Server {
     }
 
     /// A session for logs: its client's name, or its pid.
-    fn label(st: &State, s: &Session) -> String {
+    pub(super) fn label(st: &State, s: &Session) -> String {
         s.slot
             .and_then(|sl| st.graph.client(sl))
             .map_or_else(|| format!("pid {}", s.pid), |c| c.name.clone())
