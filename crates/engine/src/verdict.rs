@@ -15,6 +15,7 @@
 //!
 //! Runs on the driver thread (real-time).
 
+use resound_shm::cycle::{readiness, Readiness};
 use resound_shm::profile::{node_flags, NodeData};
 use resound_shm::sync::Ordering;
 use resound_shm::{client_state, ActivationRecord, NodeStatus, Table, View};
@@ -142,20 +143,14 @@ impl Verdict {
 
 /// When the inputs of `slot` were ready for `cycle`: the latest release
 /// time of its upstream nodes in `table`, if every one of them released it
-/// (an upstream node whose segment is not mapped counts as released at no
-/// particular time). Real-time safe.
+/// (the rule a process thread waits on, [`readiness`]; an upstream node
+/// whose segment is not mapped counts as released at no particular time).
+/// Real-time safe.
 pub fn inputs_ready(view: &View, table: &Table<'_>, slot: u32, cycle: u64) -> Option<u64> {
-    let mut at = 0;
-    for i in 0..table.up_count(slot) {
-        let Some(u) = table.up_at(slot, i).and_then(|u| view.record(u)) else {
-            continue;
-        };
-        if u.finished_cycle.load(Ordering::Acquire) != cycle {
-            return None;
-        }
-        at = at.max(u.release_ns.load(Ordering::Relaxed));
+    match readiness(view, table, slot, cycle as u32) {
+        Readiness::Ready { signal_ns } => Some(signal_ns),
+        Readiness::Behind(..) | Readiness::Ahead => None,
     }
-    Some(at)
 }
 
 /// Judges every client active in `table` on `cycle`, into `out` (cleared;
