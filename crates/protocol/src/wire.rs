@@ -629,14 +629,23 @@ pub fn send_frame_with_fds<T: Serialize>(
     v: &T,
     fds: &[rustix::fd::BorrowedFd<'_>],
 ) -> io::Result<()> {
+    send_bytes_with_fds(s, &encode(v)?, fds)
+}
+
+/// Sends `bytes` (one or more whole frames, already encoded) with file
+/// descriptors attached to the first byte (SCM_RIGHTS), the rest plainly.
+pub fn send_bytes_with_fds(
+    s: &UnixStream,
+    bytes: &[u8],
+    fds: &[rustix::fd::BorrowedFd<'_>],
+) -> io::Result<()> {
     use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
-    let bytes = encode(v)?;
     let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut anc = SendAncillaryBuffer::new(&mut space);
     if !anc.push(SendAncillaryMessage::ScmRights(fds)) {
         return Err(io::Error::other("too many fds for one message"));
     }
-    let mut sent = sendmsg(s, &[IoSlice::new(&bytes)], &mut anc, SendFlags::NOSIGNAL)?;
+    let mut sent = sendmsg(s, &[IoSlice::new(bytes)], &mut anc, SendFlags::NOSIGNAL)?;
     // The fds went with the first byte; send any remainder plainly.
     while sent < bytes.len() {
         sent += rustix::net::send(s, &bytes[sent..], SendFlags::NOSIGNAL)?;

@@ -85,26 +85,13 @@ impl Session {
     /// Writes one whole frame, `bytes`, with `fd` attached (SCM_RIGHTS, on
     /// its first byte), as a client sends `AttachNode`.
     pub fn send_with_fd(&self, bytes: &[u8], fd: &OwnedFd) -> Result<(), SendError> {
-        use rustix::net::{sendmsg, SendAncillaryBuffer, SendAncillaryMessage, SendFlags};
         use std::os::fd::AsFd;
-        let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(1))];
-        let mut anc = SendAncillaryBuffer::new(&mut space);
-        let fds = [fd.as_fd()];
-        anc.push(SendAncillaryMessage::ScmRights(&fds));
-        let first = [io::IoSlice::new(bytes)];
-        match sendmsg(&self.stream, &first, &mut anc, SendFlags::NOSIGNAL) {
-            Ok(n) if n == bytes.len() => {
+        match wire::send_bytes_with_fds(&self.stream, bytes, &[fd.as_fd()]) {
+            Ok(()) => {
                 self.sent.set(self.sent.get() + 1);
                 Ok(())
             }
-            // The descriptor went with the first byte; the rest plainly.
-            Ok(n) => self.send(&bytes[n..], 1),
-            Err(rustix::io::Errno::PIPE | rustix::io::Errno::CONNRESET) => {
-                self.write_closed.set(true);
-                Err(SendError::Closed)
-            }
-            Err(rustix::io::Errno::AGAIN) => Err(SendError::Stalled),
-            Err(e) => Err(SendError::Other(e.into())),
+            Err(e) => Err(self.send_error(e)),
         }
     }
 
@@ -116,16 +103,25 @@ impl Session {
             match send(&self.stream, &bytes[sent..], SendFlags::NOSIGNAL) {
                 Ok(n) => sent += n,
                 Err(rustix::io::Errno::INTR) => {}
-                Err(rustix::io::Errno::PIPE | rustix::io::Errno::CONNRESET) => {
-                    self.write_closed.set(true);
-                    return Err(SendError::Closed);
-                }
-                Err(rustix::io::Errno::AGAIN) => return Err(SendError::Stalled),
-                Err(e) => return Err(SendError::Other(e.into())),
+                Err(e) => return Err(self.send_error(e.into())),
             }
         }
         self.sent.set(self.sent.get() + frames);
         Ok(())
+    }
+
+    /// What a failed write means: the server closed the session (EPIPE,
+    /// ECONNRESET), read nothing for [`WRITE_TIMEOUT`] (EAGAIN), or else.
+    fn send_error(&self, e: io::Error) -> SendError {
+        use rustix::io::Errno;
+        match Errno::from_io_error(&e) {
+            Some(Errno::PIPE | Errno::CONNRESET) => {
+                self.write_closed.set(true);
+                SendError::Closed
+            }
+            Some(Errno::AGAIN) => SendError::Stalled,
+            _ => SendError::Other(e),
+        }
     }
 
     /// Waits up to `timeout` until the server has answered every frame
