@@ -137,22 +137,18 @@ impl Pages {
     /// on like every writable segment (it is the one page set a client can
     /// always write); the returned descriptor is for `AttachNode`.
     pub fn own_node(&mut self, size: usize) -> std::io::Result<OwnedFd> {
-        use rustix::fs::{fcntl_add_seals, ftruncate, memfd_create, MemfdFlags, SealFlags};
-        let fd = memfd_create(
-            "hostile-node",
-            MemfdFlags::CLOEXEC | MemfdFlags::ALLOW_SEALING,
-        )?;
-        ftruncate(&fd, size as u64)?;
+        // Made and sealed the way the client library makes its own
+        // (`resound_shm::Segment`); this mapping of it is taken before the
+        // seal, which refuses any later writable one.
+        let seg = resound_shm::Segment::create("hostile-node", size)?;
+        let fd = seg.fd().try_clone_to_owned()?;
         let base = map(&fd, size, ProtFlags::READ | ProtFlags::WRITE)?;
         let mapping = Mapping {
             fd,
             base,
             len: size,
         };
-        fcntl_add_seals(
-            &mapping.fd,
-            SealFlags::FUTURE_WRITE | SealFlags::SHRINK | SealFlags::GROW,
-        )?;
+        seg.seal(true)?;
         let send = mapping.fd.try_clone()?;
         let id = inode(&fstat(&mapping.fd)?);
         self.segments.push(Segment {
