@@ -28,7 +28,7 @@ use messages::{Ending, Frame, Gen, Opening};
 use pages::Pages;
 use report::Tally;
 use resound_client::prelude::*;
-use resound_client::ControlSession;
+use resound_client::{Client, ControlSession, OpenOptions};
 use resound_protocol::paths;
 use resound_protocol::wire::{HelloKind, Request};
 use resound_shm::{limits, port_flags};
@@ -78,7 +78,7 @@ pub fn run(server: Option<&str>, a: HostileArgs) -> Result<(), String> {
         a.messages,
         path.display()
     );
-    let mut attack = Attack::new(seed, path, a.messages)?;
+    let mut attack = Attack::new(seed, path, node_bytes(&name)?, a.messages)?;
     let outcome = attack.play();
     attack.settle();
     report::summary(&attack.tally, &attack.pages, attack.t0.elapsed());
@@ -143,9 +143,8 @@ struct Attack {
 }
 
 impl Attack {
-    fn new(seed: u64, path: PathBuf, total: u64) -> Result<Attack, String> {
+    fn new(seed: u64, path: PathBuf, node_bytes: usize, total: u64) -> Result<Attack, String> {
         let (fd_tx, fd_rx) = channel();
-        let node_bytes = node_bytes(&path)?;
         let t0 = Instant::now();
         Ok(Attack {
             gen: Gen::new(seed),
@@ -431,28 +430,16 @@ impl Batch {
     }
 }
 
-/// The size of a client's node segment on the server at `path`, from the
-/// layout of the shared memory a client is given at the handshake (the one
-/// thing a client library must know to make its own).
-fn node_bytes(path: &std::path::Path) -> Result<usize, String> {
-    use resound_protocol::wire::{self, Hello};
-    let err = |e: String| format!("{}: {e}", path.display());
-    let s = std::os::unix::net::UnixStream::connect(path).map_err(|e| err(e.to_string()))?;
-    let hello = Hello {
-        protocol: wire::PROTOCOL_VERSION,
-        kind: HelloKind::Client {
-            name: "hostile-probe".into(),
-            exact_name: false,
-        },
+/// The size of a client's node segment on server `name` (the one thing a
+/// client must know to make its own): what the client library made for a
+/// probe client, opened and closed.
+fn node_bytes(name: &str) -> Result<usize, String> {
+    let opts = OpenOptions {
+        server: Some(name.into()),
+        ..Default::default()
     };
-    wire::send_frame(&s, &hello).map_err(|e| err(e.to_string()))?;
-    let (_, mut fds) =
-        wire::recv_frame_with_fds(&s, limits::MAX_REPLY_BYTES).map_err(|e| err(e.to_string()))?;
-    let (Some(driver), Some(ctl)) = (fds.pop(), fds.pop()) else {
-        return Err(err("the server sent no shared memory to a client".into()));
-    };
-    let view = resound_shm::View::open(ctl, driver).map_err(|e| err(e.to_string()))?;
-    Ok(view.layout().node_bytes)
+    let probe = Client::open("hostile-probe", opts).map_err(|e| e.to_string())?;
+    Ok(probe.view().layout().node_bytes)
 }
 
 /// Starts a thread that only sleeps, and returns its kernel thread id.
