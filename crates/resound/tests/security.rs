@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{call, raw_client, Srv, RESOUND, RESOUNDD, TOOL};
+use common::{call, call_with_fd, raw_client, Srv, RESOUND, RESOUNDD, TOOL};
 use resound_protocol::wire::{self, ErrorCode, Hello, HelloKind, Reply, Request, Welcome};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::net::UnixStream;
@@ -521,21 +521,7 @@ fn a_thread_reserved_by_one_session_is_refused_to_another() {
 /// Sends `AttachNode` on a raw session with `fd` attached (or none) and
 /// returns the reply.
 fn attach(s: &UnixStream, fd: Option<std::os::fd::BorrowedFd<'_>>) -> Reply {
-    let env = wire::Envelope {
-        seq: 7,
-        req: Request::AttachNode,
-    };
-    match fd {
-        Some(fd) => wire::send_frame_with_fds(s, &env, &[fd]).unwrap(),
-        None => wire::send_frame(s, &env).unwrap(),
-    }
-    let mut rd = s.try_clone().unwrap();
-    loop {
-        let p = wire::read_frame(&mut rd, 1 << 24).unwrap();
-        if let wire::ServerMsg::Reply { seq: 7, reply } = wire::decode(&p).unwrap() {
-            return reply;
-        }
-    }
+    call_with_fd(s, Request::AttachNode, fd)
 }
 
 /// The message of an error reply, which must carry `code`.

@@ -248,7 +248,20 @@ pub fn raw_client(srv: &Srv, name: &str) -> UnixStream {
 /// Sends one request on a raw session and returns its reply (skipping
 /// notifications).
 pub fn call(s: &UnixStream, req: wire::Request) -> wire::Reply {
-    wire::send_frame(s, &wire::Envelope { seq: 7, req }).unwrap();
+    call_with_fd(s, req, None)
+}
+
+/// [`call`], with `fd` sent along the request (SCM_RIGHTS) if given.
+pub fn call_with_fd(
+    s: &UnixStream,
+    req: wire::Request,
+    fd: Option<std::os::fd::BorrowedFd<'_>>,
+) -> wire::Reply {
+    let env = wire::Envelope { seq: 7, req };
+    match fd {
+        Some(fd) => wire::send_frame_with_fds(s, &env, &[fd]).unwrap(),
+        None => wire::send_frame(s, &env).unwrap(),
+    }
     let mut rd = s.try_clone().unwrap();
     loop {
         let p = wire::read_frame(&mut rd, 1 << 20).unwrap();
