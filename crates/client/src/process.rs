@@ -8,7 +8,7 @@
 
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
-use resound_shm::cycle::{readiness, release, Readiness};
+use resound_shm::cycle::{catch_up_window_ns, missed_previous, next_step, release, Step};
 use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
@@ -284,22 +284,22 @@ impl RtContext {
         if table.client_state(slot) != client_state::ACTIVE {
             return Poll::Idle;
         }
-        // The cycle the driver started, unless this thread ran it already:
-        // then the next one.
-        let want = match self.last {
-            Some(l) if l == started => started.wrapping_add(1),
-            _ => started,
-        };
-        match readiness(view, &table, slot, want) {
-            Readiness::Behind(word, seen) => Poll::Sleep(word, seen),
-            Readiness::Ready { signal_ns } if want == started => {
-                self.last = Some(started);
-                let (c, cpu0) = begin_cycle(view, index, rec, started, signal_ns);
+        let may_catch_up = missed_previous(started, self.last) && early_in_cycle(view);
+        match next_step(
+            view,
+            &table,
+            slot,
+            &driver.done,
+            started,
+            self.last,
+            may_catch_up,
+        ) {
+            Step::Sleep(word, seen) => Poll::Sleep(word, seen),
+            Step::Run { tag, signal_ns } => {
+                self.last = Some(tag);
+                let (c, cpu0) = begin_cycle(view, index, rec, tag, signal_ns);
                 Poll::Run(c, cpu0)
             }
-            // Ready for a cycle the driver has not started (an upstream
-            // node ahead of it, or scribbling): wait for the driver.
-            Readiness::Ready { .. } | Readiness::Ahead => Poll::Sleep(&driver.done, started),
         }
     }
 
@@ -381,6 +381,15 @@ enum Poll<'v> {
     Sleep(&'v AtomicU32, u32),
     /// Not in the graph: sleep until the graph or the client changes.
     Idle,
+}
+
+/// Whether the cycle the driver started last began less than
+/// [`catch_up_window_ns`] ago, so a node that missed the cycle before may
+/// still run both. Real-time safe (a clock read).
+fn early_in_cycle(view: &View) -> bool {
+    let start = view.timer().start_ns;
+    let period = view.header().period_ns.load(Ordering::Relaxed);
+    monotonic_ns() < start.saturating_add(catch_up_window_ns(period))
 }
 
 /// Stamps this client's record as woken and running for the cycle with

@@ -7,7 +7,7 @@
 
 use crate::sync::{futex, AtomicU32, Ordering};
 use crate::time::monotonic_ns;
-use crate::{client_state, port_flags, ActivationRecord, Table, View};
+use crate::{client_state, port_flags, ActivationRecord, NodeStatus, Table, View};
 
 /// Releases `cycle` to every node downstream of the owner of `r`: stamps
 /// the release time, stores the cycle's tag in the done word (release: the
@@ -61,6 +61,109 @@ pub fn readiness<'v>(view: &'v View, table: &Table<'_>, slot: u32, tag: u32) -> 
         signal_ns = signal_ns.max(r.release_ns.load(Ordering::Relaxed));
     }
     Readiness::Ready { signal_ns }
+}
+
+/// What a node's process thread does next ([`next_step`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// Run the cycle with this tag: every upstream node released it, the
+    /// latest at `signal_ns` (CLOCK_MONOTONIC ns).
+    Run {
+        /// Low 32 bits of the cycle to run.
+        tag: u32,
+        /// Latest release time of the upstream nodes.
+        signal_ns: u64,
+    },
+    /// Sleep while this word still holds this value, then look again.
+    Sleep(&'a AtomicU32, u32),
+}
+
+/// The next cycle node `slot` runs, given the tag of the cycle the driver
+/// started last (`started`, its done word `driver_done`) and the tag of the
+/// last cycle this node ran (`last`, None before its first):
+///
+/// - the started cycle, once every upstream node released it;
+/// - **catching up**: a node that ran neither the started cycle nor the one
+///   before (it woke late) runs that previous cycle first, if the caller
+///   allows it (`may_catch_up`: early enough in the started cycle to run
+///   both, see [`catch_up_window_ns`]), every upstream node released it and
+///   none has begun a later one (so the outputs it reads still hold that
+///   cycle's data). A node woken late thus passes on the block its upstream
+///   produced instead of dropping it, as jackd's counters let it; the
+///   driver (its capture is already the new cycle's) and a node more than
+///   one cycle behind never do;
+/// - otherwise, the word to sleep on: an upstream done word not yet at the
+///   started cycle, or the driver's, when this node already ran it.
+///
+/// Real-time safe.
+#[inline]
+pub fn next_step<'v>(
+    view: &'v View,
+    table: &Table<'_>,
+    slot: u32,
+    driver_done: &'v AtomicU32,
+    started: u32,
+    last: Option<u32>,
+    may_catch_up: bool,
+) -> Step<'v> {
+    let previous = started.wrapping_sub(1);
+    if may_catch_up && missed_previous(started, last) {
+        if let Readiness::Ready { signal_ns } = readiness(view, table, slot, previous) {
+            if upstream_still_holds(view, table, slot, previous) {
+                return Step::Run {
+                    tag: previous,
+                    signal_ns,
+                };
+            }
+        }
+    }
+    // The started cycle, unless this node ran it already: then the next one.
+    let want = match last {
+        Some(l) if l == started => started.wrapping_add(1),
+        _ => started,
+    };
+    match readiness(view, table, slot, want) {
+        Readiness::Behind(word, seen) => Step::Sleep(word, seen),
+        Readiness::Ready { signal_ns } if want == started => Step::Run {
+            tag: started,
+            signal_ns,
+        },
+        // Ready for a cycle the driver has not started (an upstream node
+        // ahead of it, or scribbling): wait for the driver.
+        Readiness::Ready { .. } | Readiness::Ahead => Step::Sleep(driver_done, started),
+    }
+}
+
+/// Whether a node that last ran `last` ran neither `started` nor the cycle
+/// before it (and ran some cycle already): it may catch up. Real-time safe.
+#[inline]
+pub fn missed_previous(started: u32, last: Option<u32>) -> bool {
+    last.is_some_and(|l| l != started && l != started.wrapping_sub(1))
+}
+
+/// How long after a cycle's start a node may still catch up on the cycle
+/// before it ([`next_step`]): half a period. Later, running both cycles
+/// would make the node late for the started one too, and a chain that
+/// catches up cycle after cycle stays one cycle behind: better to drop
+/// one block and be on time again. Real-time safe.
+#[inline]
+pub fn catch_up_window_ns(period_ns: u64) -> u64 {
+    period_ns / 2
+}
+
+/// Whether no upstream node of `slot` has begun a cycle after `tag` (none
+/// is running another cycle), so their outputs still hold `tag`'s data.
+/// A racy check by nature (an upstream node may begin right after it); it
+/// keeps a catching-up node from reading a buffer being rewritten, in all
+/// but that window. Real-time safe.
+#[inline]
+fn upstream_still_holds(view: &View, table: &Table<'_>, slot: u32, tag: u32) -> bool {
+    (0..table.up_count(slot))
+        .filter_map(|i| table.up_at(slot, i).and_then(|u| view.record(u)))
+        .all(|r| {
+            let running = r.status.load(Ordering::Acquire) == NodeStatus::Running as u32;
+            !running || r.cycle.load(Ordering::Relaxed) as u32 == tag
+        })
 }
 
 /// Whether output port `src` is produced this cycle (its owner runs).
