@@ -8,7 +8,7 @@
 
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
-use resound_shm::cycle::{catch_up_window_ns, missed_previous, next_step, release, Step};
+use resound_shm::cycle::{catch_up_window_ns, next_step, release, Step};
 use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
@@ -284,16 +284,8 @@ impl RtContext {
         if table.client_state(slot) != client_state::ACTIVE {
             return Poll::Idle;
         }
-        let may_catch_up = missed_previous(started, self.last) && early_in_cycle(view);
-        match next_step(
-            view,
-            &table,
-            slot,
-            &driver.done,
-            started,
-            self.last,
-            may_catch_up,
-        ) {
+        let early = || early_in_cycle(view);
+        match next_step(view, &table, slot, &driver.done, started, self.last, early) {
             Step::Sleep(word, seen) => Poll::Sleep(word, seen),
             Step::Run { tag, signal_ns } => {
                 self.last = Some(tag);

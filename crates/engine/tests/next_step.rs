@@ -8,7 +8,7 @@
 mod common;
 
 use common::{Rig, Setup};
-use resound_shm::cycle::{missed_previous, next_step, Step};
+use resound_shm::cycle::{next_step, Step};
 use resound_shm::sync::Ordering;
 use resound_shm::{NodeStatus, View};
 
@@ -41,8 +41,7 @@ fn step_in(rig: &Rig, slot: u32, started: u32, last: Option<u32>, early: bool) -
     let driver = view.record(0).expect("driver record");
     driver.done.store(started, Ordering::Release);
     let table = view.table(view.current_index());
-    let may = early && missed_previous(started, last);
-    match next_step(view, &table, slot, &driver.done, started, last, may) {
+    match next_step(view, &table, slot, &driver.done, started, last, || early) {
         Step::Run { tag, .. } => format!("run {tag}"),
         Step::Sleep(word, seen) => {
             let whose = (0..8)

@@ -84,9 +84,9 @@ pub enum Step<'a> {
 ///
 /// - the started cycle, once every upstream node released it;
 /// - **catching up**: a node that ran neither the started cycle nor the one
-///   before (it woke late) runs that previous cycle first, if the caller
-///   allows it (`may_catch_up`: early enough in the started cycle to run
-///   both, see [`catch_up_window_ns`]), every upstream node released it and
+///   before (it woke late) runs that previous cycle first, if it is still
+///   early enough in the started cycle to run both (`early_in_cycle`, asked
+///   only then: see [`catch_up_window_ns`]), every upstream node released it and
 ///   none has begun a later one (so the outputs it reads still hold that
 ///   cycle's data). A node woken late thus passes on the block its upstream
 ///   produced instead of dropping it, as jackd's counters let it; the
@@ -104,10 +104,10 @@ pub fn next_step<'v>(
     driver_done: &'v AtomicU32,
     started: u32,
     last: Option<u32>,
-    may_catch_up: bool,
+    early_in_cycle: impl FnOnce() -> bool,
 ) -> Step<'v> {
     let previous = started.wrapping_sub(1);
-    if may_catch_up && missed_previous(started, last) {
+    if missed_previous(started, last) && early_in_cycle() {
         if let Readiness::Ready { signal_ns } = readiness(view, table, slot, previous) {
             if upstream_still_holds(view, table, slot, previous) {
                 return Step::Run {
@@ -137,7 +137,7 @@ pub fn next_step<'v>(
 /// Whether a node that last ran `last` ran neither `started` nor the cycle
 /// before it (and ran some cycle already): it may catch up. Real-time safe.
 #[inline]
-pub fn missed_previous(started: u32, last: Option<u32>) -> bool {
+fn missed_previous(started: u32, last: Option<u32>) -> bool {
     last.is_some_and(|l| l != started && l != started.wrapping_sub(1))
 }
 
