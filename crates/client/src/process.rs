@@ -70,7 +70,9 @@ pub(crate) fn process_thread(
         ready: Some((ready, tid)),
         last: None,
         current: None,
-        cpu0: 0,
+        cpu_mark: 0,
+        prewake: false,
+        spun_for: None,
         synced: false,
         tb_gen: None,
         tb_locate: 0,
@@ -131,7 +133,16 @@ pub struct RtContext {
     /// Tag of the last cycle this thread ran (None before the first).
     last: Option<u32>,
     pub(crate) current: Option<CycleInfo>,
-    cpu0: u64,
+    /// The thread's CPU clock when it last finished a cycle (or first
+    /// waited): each cycle's CPU time runs from here to its own finish.
+    cpu_mark: u64,
+    /// Its last cycle ran short enough (the header's `early_wake_us`) to
+    /// wake the downstream threads as it starts the next, not only as it
+    /// ends it.
+    prewake: bool,
+    /// The driver's tag of the cycle this thread last spun in (at most one
+    /// spin per cycle).
+    spun_for: Option<u32>,
     /// The sync callback ran successfully at least once since activation.
     pub(crate) synced: bool,
     /// Timebase generation and relocation generation the master last saw.
@@ -152,8 +163,11 @@ pub struct RtContext {
 }
 
 impl RtContext {
+    /// Once, at the first wait: lets the activation return, and starts the
+    /// thread's CPU accounting (the thread-init callback is not a cycle's).
     fn send_ready(&mut self) {
         if let Some((tx, tid)) = self.ready.take() {
+            self.cpu_mark = thread_cpu_ns();
             let _ = tx.send(tid);
         }
     }
@@ -227,7 +241,9 @@ impl RtContext {
     /// it must stop. It sleeps on one word at a time: the done word of an
     /// upstream node that has not released the cycle, beside the header's
     /// epoch (a graph switch, the server stopping) and this client's own
-    /// wake word (deactivation). Real-time safe.
+    /// wake word (deactivation). Woken before its inputs are ready (an
+    /// upstream thread's early wake-up), it first spins on that word, once
+    /// per cycle, for at most the header's `early_wake_us`. Real-time safe.
     fn next_cycle(&mut self) -> Option<CycleInfo> {
         let inner = self.inner.clone();
         let view = &inner.view;
@@ -235,6 +251,7 @@ impl RtContext {
         let rec = view.record(inner.slot)?;
         let stop =
             |q: &AtomicBool| q.load(Ordering::Acquire) || h.running.load(Ordering::Acquire) == 0;
+        let mut slept = false;
         loop {
             let epoch = h.epoch.load(Ordering::Acquire);
             let woken = inner.rt_wake.load(Ordering::Acquire);
@@ -246,13 +263,22 @@ impl RtContext {
             self.follow_freewheel(h.freewheel.load(Ordering::Relaxed) != 0);
             let next = assert_no_alloc::assert_no_alloc(|| self.poll(view, rec));
             let (word, seen) = match next {
-                Poll::Run(c, cpu0) => {
-                    self.cpu0 = cpu0;
-                    return Some(c);
-                }
+                Poll::Run(c) => return Some(c),
                 Poll::Sleep(word, seen) => (Some(word), seen),
                 Poll::Idle => (None, 0),
             };
+            if let (true, Some(w)) = (slept, word) {
+                let started = view.record(0).map(|d| d.done.load(Ordering::Acquire));
+                let bound_ns = u64::from(h.early_wake_us.load(Ordering::Relaxed)) * 1000;
+                if bound_ns > 0 && started.is_some() && self.spun_for != started {
+                    // Woken before its inputs were ready: by an upstream
+                    // thread starting its cycle early enough to wake us
+                    // (or by a graph change); wait for its release awake.
+                    self.spun_for = started;
+                    spin_until_changed(w, seen, (&h.epoch, epoch), bound_ns);
+                    continue;
+                }
+            }
             rec.status
                 .store(NodeStatus::Waiting as u32, Ordering::Relaxed);
             let mut words: [(&AtomicU32, u32); 3] = [
@@ -268,6 +294,7 @@ impl RtContext {
                 None => 2,
             };
             futex::wait_any(&words[..n], None);
+            slept = true;
         }
     }
 
@@ -289,8 +316,14 @@ impl RtContext {
             Step::Sleep(word, seen) => Poll::Sleep(word, seen),
             Step::Run { tag, signal_ns } => {
                 self.last = Some(tag);
-                let (c, cpu0) = begin_cycle(view, index, rec, tag, signal_ns);
-                Poll::Run(c, cpu0)
+                let c = begin_cycle(view, index, rec, tag, signal_ns);
+                if self.prewake {
+                    // Wakes the downstream threads now, so that their
+                    // wake-up overlaps this cycle's work; they spin for the
+                    // release (see `spin_until_changed`).
+                    futex::wake_all(&rec.done);
+                }
+                Poll::Run(c)
             }
         }
     }
@@ -332,6 +365,13 @@ impl RtContext {
     /// Stamps cycle `c` finished, releases it to the clients downstream
     /// (one store and one wake on this client's own done word), records
     /// its CPU time; Quit asks for deactivation. Real-time safe.
+    ///
+    /// A cycle's CPU time is the thread's CPU clock from its previous
+    /// finish to this one: the way into its sleep, the wake-up, libjack's
+    /// work and the callback. That is what a reservation is charged for the
+    /// cycle, and it takes one clock read per cycle instead of two (the
+    /// read is a system call, and one at the wake-up delayed every
+    /// callback by it).
     fn finish(&mut self, c: CycleInfo, ctl: Control) {
         let inner = &self.inner;
         let view = &inner.view;
@@ -339,12 +379,18 @@ impl RtContext {
             return;
         };
         assert_no_alloc::assert_no_alloc(|| {
-            rec.finish_ns.store(monotonic_ns(), Ordering::Relaxed);
+            let now = monotonic_ns();
+            let ran = now.saturating_sub(rec.awake_ns.load(Ordering::Relaxed));
+            let early_ns = u64::from(view.header().early_wake_us.load(Ordering::Relaxed)) * 1000;
+            self.prewake = ran < early_ns;
+            rec.finish_ns.store(now, Ordering::Relaxed);
             rec.finished_cycle.store(c.cycle, Ordering::Release);
             rec.status
                 .store(NodeStatus::Finished as u32, Ordering::Release);
             release(rec, c.cycle);
-            rec.store_cpu(c.cycle, thread_cpu_ns().saturating_sub(self.cpu0));
+            let cpu = thread_cpu_ns();
+            rec.store_cpu(c.cycle, cpu.saturating_sub(self.cpu_mark));
+            self.cpu_mark = cpu;
         });
         if ctl == Control::Quit {
             self.request_quit();
@@ -365,10 +411,34 @@ impl RtContext {
     }
 }
 
+/// Spins until `word` no longer holds `seen` or the epoch word (`epoch.0`)
+/// no longer holds `epoch.1`, for at most `bound_ns`; returns whether one
+/// of them changed. Real-time safe (no system call: the clock is read
+/// through the vDSO, every 64 looks).
+pub(crate) fn spin_until_changed(
+    word: &AtomicU32,
+    seen: u32,
+    epoch: (&AtomicU32, u32),
+    bound_ns: u64,
+) -> bool {
+    let until = monotonic_ns().saturating_add(bound_ns);
+    loop {
+        for _ in 0..64 {
+            if word.load(Ordering::Acquire) != seen || epoch.0.load(Ordering::Acquire) != epoch.1 {
+                return true;
+            }
+            std::hint::spin_loop();
+        }
+        if monotonic_ns() >= until {
+            return false;
+        }
+    }
+}
+
 /// What [`RtContext::poll`] found.
 enum Poll<'v> {
-    /// Run this cycle (the thread's CPU clock at its start).
-    Run(CycleInfo, u64),
+    /// Run this cycle.
+    Run(CycleInfo),
     /// Sleep on this upstream done word, which still holds this value.
     Sleep(&'v AtomicU32, u32),
     /// Not in the graph: sleep until the graph or the client changes.
@@ -385,19 +455,15 @@ fn early_in_cycle(view: &View) -> bool {
 }
 
 /// Stamps this client's record as woken and running for the cycle with
-/// tag `tag` (its inputs ready since `signal_ns`), with the thread's CPU
-/// clock at the start. Real-time safe.
+/// tag `tag` (its inputs ready since `signal_ns`). Real-time safe.
 fn begin_cycle(
     view: &View,
     table: usize,
     rec: &ActivationRecord,
     tag: u32,
     signal_ns: u64,
-) -> (CycleInfo, u64) {
-    // Stamp the wake-up first: reading the thread CPU clock costs
-    // about 0.4 us, which belongs to the CPU time, not to the hop.
+) -> CycleInfo {
     let awake = monotonic_ns();
-    let cpu0 = thread_cpu_ns();
     let t = view.timer();
     // The full cycle number whose low 32 bits are `tag` (the timer may
     // already show a later cycle if this thread runs late).
@@ -410,7 +476,7 @@ fn begin_cycle(
         .store(NodeStatus::Running as u32, Ordering::Relaxed);
     let frames = (t.frames as usize).min(view.layout().caps.max_frames as usize);
     let period = view.header().period_ns.load(Ordering::Relaxed);
-    let info = CycleInfo {
+    CycleInfo {
         cycle,
         frames,
         // A late thread runs after the driver began a newer cycle: its
@@ -419,6 +485,33 @@ fn begin_cycle(
         cycle_start_ns: t.start_ns.saturating_sub(behind * period),
         next_start_ns: t.next_start_ns.saturating_sub(behind * period),
         table,
-    };
-    (info, cpu0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_spin_ends_at_a_change_of_either_word_or_at_its_bound() {
+        let (word, epoch) = (AtomicU32::new(1), AtomicU32::new(7));
+        assert!(!spin_until_changed(&word, 1, (&epoch, 7), 50_000), "bound");
+        assert!(
+            spin_until_changed(&word, 0, (&epoch, 7), u64::MAX),
+            "word differs"
+        );
+        assert!(
+            spin_until_changed(&word, 1, (&epoch, 6), u64::MAX),
+            "epoch moved"
+        );
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                std::thread::sleep(Duration::from_millis(5));
+                word.store(2, Ordering::Release);
+            });
+            // A bound of a minute: only the other thread's store ends it.
+            assert!(spin_until_changed(&word, 1, (&epoch, 7), 60_000_000_000));
+        });
+    }
 }

@@ -48,6 +48,14 @@ pub struct ControlHeader {
     pub sync_mode: u32,
     /// SCHED_FIFO priority for client process threads; 0: not real-time. Once.
     pub client_priority: i32,
+    /// Early wake-up bound (µs; 0: off). A client process thread whose
+    /// last cycle ran (wake-up to finish) shorter than this wakes its
+    /// downstream threads as it starts a cycle, not only as it ends it, and
+    /// a thread woken that way spins at most this long for its inputs
+    /// before it sleeps again. Writer: the server, once at start-up, before
+    /// any client maps the header. Readers: client process threads, every
+    /// cycle (an absurd value costs only the reader's own spinning).
+    pub early_wake_us: AtomicU32,
     /// 1 while the server runs; 0 once it is stopping (client threads then
     /// exit). Writer: control thread. Readers: client threads, every wake-up.
     pub running: AtomicU32,

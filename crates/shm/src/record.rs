@@ -110,8 +110,10 @@ pub struct ActivationRecord {
     /// owner, before `finished_cycle`. Reader: the driver, only when
     /// `finished_cycle` is the cycle it checks (profile, end of graph time).
     pub finish_ns: AtomicU64,
-    /// CPU time its thread used in one cycle, from wake-up to going back to
-    /// sleep (CLOCK_THREAD_CPUTIME_ID delta), *tagged with that cycle*:
+    /// CPU time its thread used for one cycle, from its previous cycle's
+    /// finish to this one's (CLOCK_THREAD_CPUTIME_ID delta: the way into
+    /// the sleep, the wake-up and the processing, what a reservation is
+    /// charged for the cycle), *tagged with that cycle*:
     /// `(cycle as u32) << 32 | min(ns, u32::MAX)`. One atomic store, so a
     /// reader never pairs one cycle's tag with another's time. Writer: the
     /// owner, as its last store of the cycle, *after* `done` and the wake

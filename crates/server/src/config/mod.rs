@@ -86,6 +86,13 @@ pub struct ServerArgs {
     /// (each client's deadline leaves room for the work before and after it in the cycle).
     #[arg(long = "deadlines", value_enum, default_value_t = DeadlineChoice::Period)]
     pub deadlines: DeadlineChoice,
+    /// Early wake-up (µs; 0 turns it off): a client whose last cycle took
+    /// less than US wakes the clients after it as it starts a cycle, so that
+    /// their wake-up overlaps its work, and they spin (at most US) for its
+    /// output. Each hop then costs a few µs instead of a wake-up latency,
+    /// for some CPU time spent spinning.
+    #[arg(long = "early-wake", value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub early_wake_us: u32,
     /// Client slots (the driver's included).
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CLIENTS)]
     pub max_clients: u32,

@@ -13,6 +13,7 @@ use crate::internal::Internals;
 use resound_graph::{Graph, DRIVER};
 use resound_shm::limits::{self, AUDIO_TYPE};
 use resound_shm::profile::{ProfileLayout, ProfileSegment};
+use resound_shm::sync::Ordering;
 use resound_shm::{port_flags, Capacities, View};
 use std::collections::HashMap;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -171,6 +172,9 @@ fn create_view(cfg: &Config, caps: Capacities) -> Result<(Arc<View>, std::io::Re
         (prio - 1).max(0),
     )
     .map_err(|e| format!("shared memory: {e}"))?;
+    view.header()
+        .early_wake_us
+        .store(cfg.server.early_wake_us, Ordering::Relaxed);
     let control = view.control();
     control
         .seal(true)

@@ -1,0 +1,104 @@
+//! Early wake-up (`resoundd --early-wake US`): a client whose cycles are
+//! short wakes the client after it as it starts a cycle, and that client
+//! spins for its output instead of sleeping; with `--early-wake 0` the
+//! client after it sleeps until the output is released.
+//!
+//! Observed from outside, as a user would: the downstream client's process
+//! thread's state in /proc (running while it spins, sleeping otherwise)
+//! while the upstream client's callback is held on purpose.
+
+mod common;
+use common::*;
+use resound_client::{Control, PortFlags, PortKind, ProcessScope};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the upstream callback is held, and the spin bound asked for
+/// (longer than the hold, so a spinning thread spins through it).
+const HOLD: Duration = Duration::from_millis(8);
+const EARLY_WAKE_US: &str = "10000";
+
+/// The state letter (R, S, …) of the thread of this process named `comm`.
+fn thread_state(comm: &str) -> Option<char> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if name.trim_end() == comm {
+            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
+            // "tid (comm) S ...": the state follows the last ')'.
+            return stat.rsplit(')').next()?.trim_start().chars().next();
+        }
+    }
+    None
+}
+
+/// Runs a → b on a server with `--early-wake early_us`, holds a's callback
+/// for [`HOLD`] once a has run short cycles for a while, and returns b's
+/// thread states sampled meanwhile.
+fn states_of_b_while_a_holds(early_us: &str) -> Vec<char> {
+    let _serial = one_at_a_time();
+    let srv = Srv::start(&["-r", "--early-wake", early_us, "-d", "dummy", "-p", "256"]);
+    let a = srv.client("a");
+    let b = srv.client("b");
+    a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
+        .unwrap();
+    b.register_port("in", PortKind::Audio, PortFlags::INPUT)
+        .unwrap();
+    let (hold, holding) = (
+        Arc::new(AtomicBool::new(false)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let (h, hg) = (hold.clone(), holding.clone());
+    a.activate(move |_ps: &mut ProcessScope| {
+        if h.swap(false, Ordering::AcqRel) {
+            hg.store(true, Ordering::Release);
+            std::thread::sleep(HOLD);
+            hg.store(false, Ordering::Release);
+        }
+        Control::Continue
+    })
+    .unwrap();
+    b.activate(|_ps: &mut ProcessScope| Control::Continue)
+        .unwrap();
+    a.connect("a:out", "b:in").unwrap();
+    // Short cycles for a while: a's last cycle decides whether it wakes b early.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(thread_state("resound-rt:b").is_some(), "b's process thread");
+    hold.store(true, Ordering::Release);
+    // Polled closely: the hold lasts only a few milliseconds.
+    let asked = Instant::now();
+    while !holding.load(Ordering::Acquire) {
+        assert!(
+            asked.elapsed() < Duration::from_secs(5),
+            "a's callback was never held"
+        );
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let mut states = Vec::new();
+    let t0 = Instant::now();
+    while holding.load(Ordering::Acquire) && t0.elapsed() < HOLD {
+        states.extend(thread_state("resound-rt:b"));
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    eprintln!("--early-wake {early_us}: b's states while a held: {states:?}");
+    assert!(states.len() >= 3, "too few samples to judge: {states:?}");
+    states
+}
+
+#[test]
+fn a_short_upstream_wakes_its_downstream_as_it_starts() {
+    let states = states_of_b_while_a_holds(EARLY_WAKE_US);
+    assert!(
+        states.contains(&'R'),
+        "b should spin (state R) while a runs, woken as a started: {states:?}"
+    );
+}
+
+#[test]
+fn without_early_wake_the_downstream_sleeps_until_released() {
+    let states = states_of_b_while_a_holds("0");
+    assert!(
+        states.iter().all(|&s| s == 'S'),
+        "b should sleep until a releases its output: {states:?}"
+    );
+}
