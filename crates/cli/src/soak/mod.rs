@@ -46,6 +46,10 @@ pub struct SoakArgs {
     /// this and half of it).
     #[arg(short = 'p', long, default_value_t = 256)]
     pub period: u32,
+    /// An extra resoundd server option (repeatable), e.g.
+    /// `--server-arg=--sched=fifo` or `--server-arg=--early-wake=0`.
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub server_args: Vec<String>,
 }
 
 /// Seconds between two samples.
@@ -71,7 +75,7 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
         "== soak: {:.1} min, seed {seed}, at most {} churn clients (repeat with --seed {seed})",
         a.minutes, a.max_clients
     );
-    let (mut server, ctl) = start_server(a.period)?;
+    let (mut server, ctl) = start_server(a.period, &a.server_args)?;
     let mut chain = start_chain(&server, &ctl)?;
     std::thread::sleep(Duration::from_secs(1));
     let pid = server.pid();
@@ -105,8 +109,9 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
 
 /// The server, under a unique name in a private directory, with a short
 /// client timeout so stopped clients are evicted.
-fn start_server(period: u32) -> Result<(Server, ControlSession), String> {
+fn start_server(period: u32, extra: &[String]) -> Result<(Server, ControlSession), String> {
     let mut args: Vec<String> = vec!["-t".into(), "200".into()];
+    args.extend(extra.iter().cloned());
     args.extend(dummy_driver_args(48000, period));
     let mut spec = ServerSpec::new(Bins::beside_current_exe()?, "soak", &[]);
     spec.args = args;
