@@ -69,7 +69,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         String::new()
     };
     tracing::info!(
-        "server {:?} running: {} driver, {} Hz, {} frames ({:.2} ms), {} mode, driver thread {}{}, socket {}",
+        "server {:?} running: {} driver, {} Hz, {} frames ({:.2} ms), {} mode, driver thread {}{}, early wake-up {}, socket {}",
         server.name(),
         cfg.driver_name(),
         cfg.rate(),
@@ -78,6 +78,10 @@ pub fn main(argv: Vec<String>) -> i32 {
         if cfg.server.sync { "sync" } else { "async" },
         driver_sched,
         multiplier,
+        match server.early_wake_us() {
+            0 => "off".to_string(),
+            us => format!("{us} us"),
+        },
         server.socket().display()
     );
     let reason = wait_for_stop(&mut signals, &server);

@@ -16,6 +16,9 @@ pub use drivers::{
 use drivers::{AlsaCli, DummyCli, FileCli};
 pub use multiplier::PeriodMultiplier;
 
+/// The early wake-up bound (µs) without reservations, unless `--early-wake` says otherwise.
+pub const DEFAULT_EARLY_WAKE_US: u32 = 100;
+
 /// Server options.
 #[derive(Debug, Clone, Parser)]
 #[command(
@@ -90,9 +93,11 @@ pub struct ServerArgs {
     /// less than US wakes the clients after it as it starts a cycle, so that
     /// their wake-up overlaps its work, and they spin (at most US) for its
     /// output. Each hop then costs a few µs instead of a wake-up latency,
-    /// for some CPU time spent spinning.
-    #[arg(long = "early-wake", value_name = "US", default_value_t = 100, value_parser = clap::value_parser!(u32).range(0..=10_000))]
-    pub early_wake_us: u32,
+    /// for some CPU time spent spinning. Default: 100 with SCHED_FIFO or
+    /// SCHED_OTHER; off with reservations, where the spinning is charged to
+    /// the spinning client's budget (see docs/architecture.md).
+    #[arg(long = "early-wake", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    pub early_wake_us: Option<u32>,
     /// Client slots (the driver's included).
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CLIENTS)]
     pub max_clients: u32,
@@ -347,6 +352,13 @@ fn parse_file(mut f: FileArgs) -> Result<FileArgs, clap::Error> {
 }
 
 impl ServerArgs {
+    /// The early wake-up bound (µs) in effect: the option, else 100 unless
+    /// the graph runs under reservations (`deadline`), where it is off.
+    pub fn early_wake_us(&self, deadline: bool) -> u32 {
+        self.early_wake_us
+            .unwrap_or(if deadline { 0 } else { DEFAULT_EARLY_WAKE_US })
+    }
+
     fn command_error(kind: clap::error::ErrorKind, msg: impl std::fmt::Display) -> clap::Error {
         use clap::CommandFactory;
         ServerArgs::command().error(kind, msg)
@@ -455,6 +467,21 @@ mod tests {
             DriverArgs::Alsa(a) => a,
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn early_wake_is_on_without_reservations_and_off_with_them_unless_asked() {
+        let d = p("resoundd -d dummy").unwrap();
+        assert_eq!(d.server.early_wake_us(true), 0, "off with reservations");
+        assert_eq!(d.server.early_wake_us(false), DEFAULT_EARLY_WAKE_US);
+        let on = p("resoundd --early-wake 250 -d dummy").unwrap();
+        assert_eq!(on.server.early_wake_us(true), 250, "asked for");
+        let off = p("resoundd --early-wake 0 -d dummy").unwrap();
+        assert_eq!(off.server.early_wake_us(false), 0);
+        assert!(
+            p("resoundd --early-wake 20000 -d dummy").is_err(),
+            "at most 10 ms"
+        );
     }
 
     #[test]

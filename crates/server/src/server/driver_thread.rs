@@ -250,6 +250,11 @@ fn spawn<D: Driver + Send + 'static>(
 }
 
 impl Server {
+    /// The early wake-up bound the clients follow (µs; 0: off).
+    pub fn early_wake_us(&self) -> u32 {
+        self.view.header().early_wake_us.load(Ordering::Relaxed)
+    }
+
     /// Scheduling the driver thread got.
     pub fn driver_sched(&self) -> String {
         self.engine
