@@ -9,9 +9,9 @@ const PERIOD: u32 = 256;
 
 /// counter -> p1..p5 -> check_chain:in (ref from counter), and
 /// p5 -> system:playback_1 -> (loopback) system:capture_1 -> check_loop:in.
-fn chain_of_five(sync: bool) {
+fn chain_of_five(sync: bool, server_options: &[&str]) {
     let p = PERIOD.to_string();
-    let mut args = vec![];
+    let mut args = server_options.to_vec();
     if sync {
         args.push("-S");
     }
@@ -93,13 +93,21 @@ fn chain_of_five(sync: bool) {
 #[test]
 fn chain_of_five_processes_is_sample_exact_in_sync_mode() {
     let _serial = common::one_at_a_time();
-    chain_of_five(true);
+    chain_of_five(true, &[]);
 }
 
 #[test]
 fn async_mode_adds_exactly_one_cycle() {
     let _serial = common::one_at_a_time();
-    chain_of_five(false);
+    chain_of_five(false, &[]);
+}
+
+/// With early wake-up (each light client wakes the next as it starts and
+/// the next one spins for its output) the chain stays sample-exact.
+#[test]
+fn chain_of_five_is_sample_exact_with_early_wake_up() {
+    let _serial = common::one_at_a_time();
+    chain_of_five(false, &["--sched", "fifo", "--early-wake", "100"]);
 }
 
 #[test]
