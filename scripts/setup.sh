@@ -27,6 +27,9 @@ if [ "${RESOUND_SETUP_TESTS:-0}" = 1 ]; then
     # The legacy-reservation experiments' interfering real-time load.
     command -v rt-app >/dev/null 2>&1 || need_apt+=(rt-app)
 
+    # cyclictest (rt-tests): the soak's probe for machine stalls.
+    command -v cyclictest >/dev/null 2>&1 || need_apt+=(rt-tests)
+
     # useradd/groupadd and setpriv: the security tests make temporary users
     # and run programs as them.
     command -v useradd >/dev/null 2>&1 && command -v groupadd >/dev/null 2>&1 || need_apt+=(passwd)

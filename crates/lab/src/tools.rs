@@ -124,6 +124,10 @@ struct Stats {
     first_bad_want: AtomicU64,
     /// Cycles of the first EVENT_CAP bad cycles and ref gaps: cycle << 1 | (1 for a gap).
     events: Box<[AtomicU64]>,
+    /// For each of those, the cycle's start (CLOCK_MONOTONIC ns), its
+    /// period (ns) and, for a gap, the start of the last cycle the check
+    /// had seen (0 otherwise), to match it with machine stalls.
+    event_times: Box<[[AtomicU64; 3]]>,
     n_events: AtomicU64,
     peak_bits: AtomicU64,
     sumsq_bits: AtomicU64,
@@ -145,6 +149,7 @@ impl Default for Stats {
             first_bad_got: z(),
             first_bad_want: z(),
             events: (0..EVENT_CAP).map(|_| z()).collect(),
+            event_times: (0..EVENT_CAP).map(|_| [z(), z(), z()]).collect(),
             n_events: z(),
             peak_bits: z(),
             sumsq_bits: z(),
@@ -155,12 +160,32 @@ impl Default for Stats {
 }
 
 impl Stats {
-    /// Remembers the cycle of a bad cycle or ref gap (real-time safe).
-    fn event(&self, cycle: u64, gap: bool) {
+    /// Remembers the cycle of a bad cycle or ref gap, with when it began,
+    /// its period and (a gap) when the last cycle seen began (real-time safe).
+    fn event(&self, ps: &ProcessScope, rate: f64, gap: bool, last_seen_ns: u64) {
         let i = self.n_events.fetch_add(1, Ordering::Relaxed) as usize;
         if i < EVENT_CAP {
-            self.events[i].store(cycle << 1 | gap as u64, Ordering::Relaxed);
+            self.events[i].store(ps.cycle() << 1 | gap as u64, Ordering::Relaxed);
+            let period_ns = (ps.frames() as f64 * 1e9 / rate) as u64;
+            let [start, period, seen] = &self.event_times[i];
+            start.store(ps.cycle_start_ns(), Ordering::Relaxed);
+            period.store(period_ns, Ordering::Relaxed);
+            seen.store(last_seen_ns, Ordering::Relaxed);
         }
+    }
+
+    /// Every remembered event as `[cycle, start_ns, period_ns, gap,
+    /// last_seen_ns]`, for the final report.
+    fn event_list(&self) -> Vec<[u64; 5]> {
+        let n = (self.n_events.load(Ordering::Relaxed) as usize).min(EVENT_CAP);
+        (0..n)
+            .map(|i| {
+                let v = self.events[i].load(Ordering::Relaxed);
+                let [start, period, seen] = &self.event_times[i];
+                let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
+                [v >> 1, ld(start), ld(period), v & 1, ld(seen)]
+            })
+            .collect()
     }
 
     /// (bad cycles, gaps) not within [x-1, x+3] of an xrun cycle x; events
@@ -384,6 +409,8 @@ fn run(cli: Cli) -> Result<(), String> {
             let inp = audio_in(&client, "in")?;
             let rf = audio_in(&client, "ref")?;
             let mut last_ref: Option<u64> = None;
+            // When the cycle that set last_ref began (CLOCK_MONOTONIC ns).
+            let mut last_ref_start = 0u64;
             activate(&client, move |ps: &mut ProcessScope| {
                 let (x, r) = (inp.audio_in(ps), rf.audio_in(ps));
                 let n = x.len();
@@ -402,10 +429,11 @@ fn run(cli: Cli) -> Result<(), String> {
                 if let Some(prev) = last_ref {
                     if r0 != (prev + 1) % COUNTER_MOD {
                         s.ref_gaps.fetch_add(1, Ordering::Relaxed);
-                        s.event(ps.cycle(), true);
+                        s.event(ps, rate as f64, true, last_ref_start);
                     }
                 }
                 last_ref = Some(r[n - 1] as u64);
+                last_ref_start = ps.cycle_start_ns();
                 if x.iter().all(|&v| v == 0.0) {
                     s.silent.fetch_add(1, Ordering::Relaxed);
                     return Control::Continue;
@@ -431,7 +459,7 @@ fn run(cli: Cli) -> Result<(), String> {
                     s.ok.fetch_add(1, Ordering::Relaxed);
                 } else {
                     s.bad.fetch_add(1, Ordering::Relaxed);
-                    s.event(ps.cycle(), false);
+                    s.event(ps, rate as f64, false, 0);
                 }
                 Control::Continue
             })?;
@@ -556,5 +584,8 @@ fn report(
         "peak": f64::from_bits(ld(&s.peak_bits)),
         "rms": (f64::from_bits(ld(&s.sumsq_bits)) / samples).sqrt(),
         "sched": client.process_thread_sched(),
+        // [cycle, start_ns, period_ns, gap, last_seen_ns] of each bad block
+        // or ref gap (the first EVENT_CAP), in the final report only.
+        "lost_blocks": if last { json!(s.event_list()) } else { serde_json::Value::Null },
     })
 }

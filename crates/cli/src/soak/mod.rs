@@ -12,13 +12,15 @@
 //! Runs on the command's main thread; every process it starts is stopped
 //! on the way out (drop guards), on error paths too.
 
+mod attribution;
 mod churn;
 mod sample;
 
 use clap::Args;
 use resound_client::prelude::*;
 use resound_client::ControlSession;
-use resound_lab::harness::chain::{self, lost_cycles, stop_chain, CHAIN_OUTPUTS};
+use resound_lab::harness::chain::{self, lost_blocks, lost_cycles, stop_chain, CHAIN_OUTPUTS};
+use resound_lab::harness::stalls::{StallWatch, Stalls};
 use resound_lab::harness::{dummy_driver_args, Bins, Child, Server, ServerSpec, StderrMode};
 use resound_profiler::plots::{render, Chart, Series};
 use sample::Sample;
@@ -50,8 +52,15 @@ pub struct SoakArgs {
     /// `--server-arg=--sched=fifo` or `--server-arg=--early-wake=0`.
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
+    /// A CPU unavailable this long (us) to a SCHED_FIFO 99 probe
+    /// (cyclictest, one thread per CPU) is a machine stall; a lost cycle
+    /// with one in its window is counted as the machine's, not resound's.
+    #[arg(long, value_name = "US", default_value_t = 500)]
+    pub stall_us: u32,
 }
 
+/// The dummy driver's sample rate (Hz).
+const SAMPLE_RATE: u32 = 48000;
 /// Seconds between two samples.
 const SAMPLE_EVERY: Duration = Duration::from_secs(2);
 /// Seconds between two progress lines.
@@ -75,6 +84,7 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
         "== soak: {:.1} min, seed {seed}, at most {} churn clients (repeat with --seed {seed})",
         a.minutes, a.max_clients
     );
+    let watch = start_stall_watch(&a);
     let (mut server, ctl) = start_server(a.period, &a.server_args)?;
     let mut chain = start_chain(&server, &ctl)?;
     std::thread::sleep(Duration::from_secs(1));
@@ -82,6 +92,7 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
     let lost = |chain: &[Child]| lost_cycles(chain).0;
     let first = sample::read(pid, 0.0, &status(&ctl)?, lost(&chain))?;
     let mut churn = churn::Churn::new(seed, a.max_clients, &CHAIN_OUTPUTS, &ctl);
+    let t0_ns = resound_shm::time::monotonic_ns();
     let samples = soak(&a, &server, &ctl, &chain, &mut churn, first)?;
     churn.finish();
     set_period(&ctl, a.period);
@@ -89,13 +100,26 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
     let last_t = samples.last().map_or(0.0, |s| s.t) + 1.0;
     let last = sample::read(pid, last_t, &status(&ctl)?, lost(&chain))?;
     let (lost_total, unexplained, xruns_seen) = stop_chain(&mut chain);
+    let stalls = watch.map(StallWatch::stop).and_then(|r| r);
     let _ = server.stop();
     let log = out.join("resoundd.log");
     std::fs::write(&log, server.log().text()).map_err(|e| format!("{}: {e}", log.display()))?;
     println!("== server log in {}", log.display());
     let mut all = samples;
     all.push(last);
-    write_outputs(&out, &all)?;
+    let blocks = lost_blocks(&chain);
+    let stall_min_ns = a.stall_us as u64 * 1000;
+    let split = stalls
+        .as_ref()
+        .ok()
+        .map(|s| attribution::attribute(&blocks, s, stall_min_ns));
+    let machine = MachineCurves {
+        t0_ns,
+        split: split.as_ref(),
+        stalls: stalls.as_ref().ok(),
+        min_ns: stall_min_ns,
+    };
+    write_outputs(&out, &all, &machine)?;
     report(
         &churn.counts,
         &first,
@@ -104,7 +128,75 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
         unexplained,
         xruns_seen,
     );
+    let chance = stalls.as_ref().ok().map(|s| {
+        let period_ns = |frames: u32| frames as u64 * 1_000_000_000 / SAMPLE_RATE as u64;
+        let periods = [period_ns(a.period), period_ns(a.period / 2)];
+        let end_ns = resound_shm::time::monotonic_ns();
+        attribution::by_chance(s, t0_ns, end_ns, &periods, stall_min_ns)
+    });
+    report_stalls(&stalls, split.as_ref(), chance, a.stall_us, lost_total);
     verdict(&first, &last, unexplained)
+}
+
+/// Starts cyclictest for the whole run (and a margin for the end); a soak
+/// without it runs, but cannot tell the machine's stalls from resound's
+/// lateness.
+fn start_stall_watch(a: &SoakArgs) -> Result<StallWatch, String> {
+    let max_run = Duration::from_secs_f64(a.minutes * 60.0 + 300.0);
+    let w = StallWatch::start(a.stall_us, max_run);
+    match &w {
+        Ok(_) => println!(
+            "   cyclictest: a SCHED_FIFO 99 probe on every CPU; a CPU unavailable for {} us or more is a machine stall",
+            a.stall_us
+        ),
+        Err(e) => println!("   machine stalls not watched: {e}"),
+    }
+    w
+}
+
+/// What cyclictest saw, and the chain's losses split by it.
+fn report_stalls(
+    stalls: &Result<Stalls, String>,
+    split: Option<&attribution::Attribution>,
+    chance: Option<f64>,
+    stall_us: u32,
+    lost: u64,
+) {
+    let stalls = match stalls {
+        Ok(s) => s,
+        Err(e) => {
+            if lost > 0 {
+                println!("== lost cycles not attributed to machine stalls: {e}");
+            }
+            return;
+        }
+    };
+    let Some(split) = split else { return };
+    let min_ns = stall_us as u64 * 1000;
+    println!(
+        "== machine: {} CPU(s) probed; worst wake-up {} us; {} stall(s) of {stall_us} us or more",
+        stalls.per_cpu.len(),
+        stalls.worst_us(),
+        attribution::count_at_least(stalls, min_ns)
+    );
+    println!(
+        "== chain: {} lost block(s) in a machine stall, {} outside any (a stall of {stall_us} us or more from three periods before the block's cycle to its end; {:.0} % of all cycles have one, so losses at random times would be in one that often)",
+        split.in_stall,
+        split.outside.len(),
+        chance.unwrap_or(0.0) * 100.0
+    );
+    for b in split.outside.iter().take(10) {
+        println!(
+            "   outside a stall: cycle {} ({}, period {} us)",
+            b.cycle,
+            if b.gap {
+                "reference gap"
+            } else {
+                "wrong block"
+            },
+            b.period_ns / 1000
+        );
+    }
 }
 
 /// The server, under a unique name in a private directory, with a short
@@ -112,7 +204,7 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
 fn start_server(period: u32, extra: &[String]) -> Result<(Server, ControlSession), String> {
     let mut args: Vec<String> = vec!["-t".into(), "200".into()];
     args.extend(extra.iter().cloned());
-    args.extend(dummy_driver_args(48000, period));
+    args.extend(dummy_driver_args(SAMPLE_RATE, period));
     let mut spec = ServerSpec::new(Bins::beside_current_exe()?, "soak", &[]);
     spec.args = args;
     // The server's log goes to resoundd.log in the output directory; the
@@ -231,8 +323,55 @@ fn wait_settled(ctl: &ControlSession, clients: u64) -> Result<(), String> {
     Err("the churn clients did not all leave within 15 s".into())
 }
 
+/// What the plot shows of the machine's stalls, when they were watched.
+struct MachineCurves<'a> {
+    /// CLOCK_MONOTONIC ns at the samples' time 0.
+    t0_ns: u64,
+    /// The chain's losses split by stalls.
+    split: Option<&'a attribution::Attribution>,
+    /// What cyclictest saw.
+    stalls: Option<&'a Stalls>,
+    /// The stall threshold (ns).
+    min_ns: u64,
+}
+
+impl MachineCurves<'_> {
+    /// Cumulative count at each sample's time of the events at `times_ns`.
+    fn cumulative(&self, samples: &[Sample], times_ns: &[u64]) -> Vec<(f64, f64)> {
+        samples
+            .iter()
+            .map(|s| {
+                let until = self.t0_ns + (s.t * 1e9) as u64;
+                let n = times_ns.iter().filter(|&&t| t <= until).count();
+                (s.t / 60.0, n as f64)
+            })
+            .collect()
+    }
+
+    /// The lost chain cycles outside any stall, over time.
+    fn outside(&self, samples: &[Sample]) -> Option<Series> {
+        let times: Vec<u64> = self.split?.outside.iter().map(|b| b.start_ns).collect();
+        Some(Series {
+            name: "outside machine stalls".into(),
+            points: self.cumulative(samples, &times),
+        })
+    }
+
+    /// The machine's stalls over time.
+    fn stalls(&self, samples: &[Sample]) -> Option<Series> {
+        let times: Vec<u64> = (self.stalls?.spikes.iter())
+            .filter(|s| s.len_ns >= self.min_ns)
+            .map(|s| s.end_ns)
+            .collect();
+        Some(Series {
+            name: "stalls".into(),
+            points: self.cumulative(samples, &times),
+        })
+    }
+}
+
 /// soak.csv and the plot (soak.png, soak.svg).
-fn write_outputs(dir: &Path, samples: &[Sample]) -> Result<(), String> {
+fn write_outputs(dir: &Path, samples: &[Sample], machine: &MachineCurves) -> Result<(), String> {
     let mut csv = String::from(sample::CSV_HEADER);
     csv.push('\n');
     for s in samples {
@@ -253,7 +392,13 @@ fn write_outputs(dir: &Path, samples: &[Sample]) -> Result<(), String> {
         reference: None,
         marks: vec![],
     };
-    let charts = [
+    let mut lost = chart(
+        "lost cycles of the sample-exact chain",
+        "cycles",
+        curve("lost", &|s| s.lost as f64),
+    );
+    lost.series.extend(machine.outside(samples));
+    let mut charts = vec![
         chart(
             "open file descriptors of resoundd",
             "fds",
@@ -279,12 +424,15 @@ fn write_outputs(dir: &Path, samples: &[Sample]) -> Result<(), String> {
             "CPUs",
             curve("ledger", &|s| s.ledger),
         ),
-        chart(
-            "lost cycles of the sample-exact chain",
-            "cycles",
-            curve("lost", &|s| s.lost as f64),
-        ),
+        lost,
     ];
+    if let Some(stalls) = machine.stalls(samples) {
+        charts.push(chart(
+            "machine stalls (cyclictest, SCHED_FIFO 99 probe)",
+            "stalls",
+            stalls,
+        ));
+    }
     let files = render(&dir.join("soak"), &charts)?;
     println!(
         "== samples in {}, plot in {}",

@@ -77,3 +77,58 @@ pub fn stop_chain(chain: &mut [Child]) -> (u64, u64, u64) {
     }
     lost_cycles(chain)
 }
+
+/// One bad block or reference gap the check saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LostBlock {
+    /// The check's cycle.
+    pub cycle: u64,
+    /// When that cycle began (CLOCK_MONOTONIC ns).
+    pub start_ns: u64,
+    /// Its period (ns).
+    pub period_ns: u64,
+    /// A reference gap (the counter, or the check itself, missed a
+    /// cycle), not a wrong block.
+    pub gap: bool,
+    /// For a gap: when the last cycle the check had seen began
+    /// (CLOCK_MONOTONIC ns; 0 if unknown).
+    pub last_seen_ns: u64,
+}
+
+impl LostBlock {
+    /// The time in which a stall could have cost this block: from three
+    /// periods before its cycle began (as the check matches xruns: a
+    /// block is lost in an upstream node's late cycle, and seen missing up
+    /// to three cycles later), or for a gap from two periods before the
+    /// last cycle the check had seen if that is earlier (the check itself
+    /// missed the cycles between), to the end of its cycle.
+    pub fn window_ns(&self) -> (u64, u64) {
+        let mut from = self.start_ns.saturating_sub(3 * self.period_ns);
+        if self.gap && self.last_seen_ns > 0 {
+            from = from.min(self.last_seen_ns.saturating_sub(2 * self.period_ns));
+        }
+        (from, self.start_ns + self.period_ns)
+    }
+}
+
+/// The lost blocks listed in the check's final report (empty before it).
+pub fn lost_blocks(chain: &[Child]) -> Vec<LostBlock> {
+    let Some(report) = chain.last().and_then(|c| c.lines().last_event("final")) else {
+        return Vec::new();
+    };
+    let Some(list) = report["lost_blocks"].as_array() else {
+        return Vec::new();
+    };
+    list.iter()
+        .filter_map(|e| {
+            let n = |i: usize| e.get(i).and_then(Value::as_u64);
+            Some(LostBlock {
+                cycle: n(0)?,
+                start_ns: n(1)?,
+                period_ns: n(2)?,
+                gap: n(3)? == 1,
+                last_seen_ns: n(4).unwrap_or(0),
+            })
+        })
+        .collect()
+}

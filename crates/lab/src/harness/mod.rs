@@ -9,6 +9,8 @@
 //! * [`Child`]: any child process, its stdout JSON lines collected
 //!   ([`JsonLines`]) and its stderr kept ([`StderrLog`]);
 //! * [`chain`]: the sample-exact chain the long runs watch;
+//! * [`stalls`]: machine stalls as cyclictest sees them, to tell a lost
+//!   cycle the machine caused from one resound caused;
 //! * [`Jackd`]: Debian's jackd under a unique name, the reference server
 //!   programs are compared with;
 //! * every process is stopped (SIGTERM, then SIGKILL) and every directory
@@ -24,6 +26,7 @@ mod child;
 mod jackd;
 mod output;
 mod server;
+pub mod stalls;
 
 pub use bins::{sibling, Bins};
 pub use child::{signal, Child, ChildOptions, StderrMode};
