@@ -12,7 +12,6 @@
 //! Runs on the command's main thread; every process it starts is stopped
 //! on the way out (drop guards), on error paths too.
 
-mod attribution;
 mod churn;
 mod sample;
 
@@ -20,6 +19,7 @@ use clap::Args;
 use resound_client::prelude::*;
 use resound_client::ControlSession;
 use resound_lab::harness::chain::{self, lost_blocks, lost_cycles, stop_chain, CHAIN_OUTPUTS};
+use resound_lab::harness::losses;
 use resound_lab::harness::stalls::{StallWatch, Stalls};
 use resound_lab::harness::{dummy_driver_args, Bins, Child, Server, ServerSpec, StderrMode};
 use resound_profiler::plots::{render, Chart, Series};
@@ -55,6 +55,7 @@ pub struct SoakArgs {
     /// A CPU unavailable this long (us) to a SCHED_FIFO 99 probe
     /// (cyclictest, one thread per CPU) is a machine stall; a lost cycle
     /// with one in its window is counted as the machine's, not resound's.
+    /// cyclictest keeps idle CPUs polling while it runs; 0: no probe.
     #[arg(long, value_name = "US", default_value_t = 500)]
     pub stall_us: u32,
 }
@@ -112,7 +113,7 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
     let split = stalls
         .as_ref()
         .ok()
-        .map(|s| attribution::attribute(&blocks, s, stall_min_ns));
+        .map(|s| losses::attribute(&blocks, s, stall_min_ns));
     let machine = MachineCurves {
         t0_ns,
         split: split.as_ref(),
@@ -132,7 +133,7 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
         let period_ns = |frames: u32| frames as u64 * 1_000_000_000 / SAMPLE_RATE as u64;
         let periods = [period_ns(a.period), period_ns(a.period / 2)];
         let end_ns = resound_shm::time::monotonic_ns();
-        attribution::by_chance(s, t0_ns, end_ns, &periods, stall_min_ns)
+        losses::by_chance(s, t0_ns, end_ns, &periods, stall_min_ns)
     });
     report_stalls(&stalls, split.as_ref(), chance, a.stall_us, lost_total);
     verdict(&first, &last, unexplained)
@@ -142,11 +143,15 @@ pub fn run(a: SoakArgs) -> Result<(), String> {
 /// without it runs, but cannot tell the machine's stalls from resound's
 /// lateness.
 fn start_stall_watch(a: &SoakArgs) -> Result<StallWatch, String> {
+    if a.stall_us == 0 {
+        println!("   machine stalls not watched (--stall-us 0)");
+        return Err("not watched (--stall-us 0)".into());
+    }
     let max_run = Duration::from_secs_f64(a.minutes * 60.0 + 300.0);
     let w = StallWatch::start(a.stall_us, max_run);
     match &w {
         Ok(_) => println!(
-            "   cyclictest: a SCHED_FIFO 99 probe on every CPU; a CPU unavailable for {} us or more is a machine stall",
+            "   cyclictest: a SCHED_FIFO 99 probe on every CPU (idle CPUs poll while it runs); a CPU unavailable for {} us or more is a machine stall",
             a.stall_us
         ),
         Err(e) => println!("   machine stalls not watched: {e}"),
@@ -157,7 +162,7 @@ fn start_stall_watch(a: &SoakArgs) -> Result<StallWatch, String> {
 /// What cyclictest saw, and the chain's losses split by it.
 fn report_stalls(
     stalls: &Result<Stalls, String>,
-    split: Option<&attribution::Attribution>,
+    split: Option<&losses::Attribution>,
     chance: Option<f64>,
     stall_us: u32,
     lost: u64,
@@ -177,7 +182,7 @@ fn report_stalls(
         "== machine: {} CPU(s) probed; worst wake-up {} us; {} stall(s) of {stall_us} us or more",
         stalls.per_cpu.len(),
         stalls.worst_us(),
-        attribution::count_at_least(stalls, min_ns)
+        losses::count_at_least(stalls, min_ns)
     );
     println!(
         "== chain: {} lost block(s) in a machine stall, {} outside any (a stall of {stall_us} us or more from three periods before the block's cycle to its end; {:.0} % of all cycles have one, so losses at random times would be in one that often)",
@@ -328,7 +333,7 @@ struct MachineCurves<'a> {
     /// CLOCK_MONOTONIC ns at the samples' time 0.
     t0_ns: u64,
     /// The chain's losses split by stalls.
-    split: Option<&'a attribution::Attribution>,
+    split: Option<&'a losses::Attribution>,
     /// What cyclictest saw.
     stalls: Option<&'a Stalls>,
     /// The stall threshold (ns).

@@ -9,8 +9,8 @@
 //! * [`Child`]: any child process, its stdout JSON lines collected
 //!   ([`JsonLines`]) and its stderr kept ([`StderrLog`]);
 //! * [`chain`]: the sample-exact chain the long runs watch;
-//! * [`stalls`]: machine stalls as cyclictest sees them, to tell a lost
-//!   cycle the machine caused from one resound caused;
+//! * [`stalls`]: machine stalls as cyclictest sees them, and [`losses`]:
+//!   which of the chain's lost blocks they explain;
 //! * [`Jackd`]: Debian's jackd under a unique name, the reference server
 //!   programs are compared with;
 //! * every process is stopped (SIGTERM, then SIGKILL) and every directory
@@ -24,6 +24,7 @@ mod bins;
 pub mod chain;
 mod child;
 mod jackd;
+pub mod losses;
 mod output;
 mod server;
 pub mod stalls;

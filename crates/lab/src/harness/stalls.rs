@@ -9,6 +9,14 @@
 //! The long runs use it to tell a chain's lost cycle that the machine
 //! caused from one that resound caused.
 //!
+//! cyclictest holds `/dev/cpu_dma_latency` at 0 while it runs (its
+//! default, and the usual real-time tuning): idle CPUs poll instead of
+//! halting, for the run it watches too. Without that, on a virtual machine
+//! every wake-up of a halted CPU waits for the hypervisor, and those
+//! wake-ups, not stalls of a running CPU, dominate what it sees (on the
+//! development VM: 148 wake-ups of 500 us or more per second with
+//! `--laptop`, 14 without).
+//!
 //! Runs on the caller's thread; cyclictest is its own process, stopped with
 //! SIGINT (it then prints its summary and spikes), and killed by the drop
 //! guard on error paths.
@@ -136,6 +144,9 @@ impl StallWatch {
     pub fn start(trigger_us: u32, max_run: Duration) -> Result<StallWatch, String> {
         let secs = max_run.as_secs().max(1);
         let child = Command::new("cyclictest")
+            // As cyclictest runs by default: it holds /dev/cpu_dma_latency
+            // at 0, so idle CPUs poll instead of halting while it runs (see
+            // the module's documentation).
             .args(["-q", "-m", "-p", "99", "-a", "-t", "-d", "0"])
             .arg(format!("-i{PROBE_INTERVAL_US}"))
             .arg(format!("--spike={trigger_us}"))

@@ -1,10 +1,11 @@
 //! Which of the chain's lost blocks the machine caused: a block is lost in
 //! a machine stall when some CPU was unavailable (cyclictest's probe woke
 //! late by at least the threshold) at a time that could have cost it (see
-//! [`LostBlock::window_ns`]); the others are resound's to explain.
+//! [`LostBlock::window_ns`]); the others are resound's to explain. Shared
+//! by `resound soak` and the hostile-client test.
 
-use resound_lab::harness::chain::LostBlock;
-use resound_lab::harness::stalls::Stalls;
+use super::chain::LostBlock;
+use super::stalls::Stalls;
 
 /// The lost blocks, split.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -77,7 +78,7 @@ pub fn count_at_least(stalls: &Stalls, min_ns: u64) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_lab::harness::stalls::Stall;
+    use crate::harness::stalls::Stall;
 
     const MS: u64 = 1_000_000;
 
