@@ -84,6 +84,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         },
         server.socket().display()
     );
+    let _cpu_latency = hold_cpu_latency(cfg.server.cpu_dma_latency_us);
     let reason = wait_for_stop(&mut signals, &server);
     server.stop(&reason);
     match server.render_outcome(std::time::Duration::from_secs(120)) {
@@ -96,6 +97,26 @@ pub fn main(argv: Vec<String>) -> i32 {
             1
         }
         None => 0,
+    }
+}
+
+/// `--cpu-dma-latency`: the request, held until the server stops; a
+/// request that cannot be made is a warning, the server runs without it.
+fn hold_cpu_latency(us: Option<u32>) -> Option<resound_sched::cpu_latency::CpuLatencyRequest> {
+    use resound_sched::cpu_latency;
+    match cpu_latency::hold(us?) {
+        Ok(r) => {
+            tracing::info!(
+                "idle CPUs held to a wake-up latency of {} us ({}) while the server runs",
+                r.us,
+                cpu_latency::DEVICE
+            );
+            Some(r)
+        }
+        Err(e) => {
+            tracing::warn!("{e}; idle CPUs may be slow to wake");
+            None
+        }
     }
 }
 

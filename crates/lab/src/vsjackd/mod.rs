@@ -66,6 +66,12 @@ pub struct VsJackdArgs {
     /// Keep every client's per-cycle records (out/raw/…/cK.csv).
     #[arg(long)]
     pub keep_raw: bool,
+    /// Hold idle CPUs to this wake-up latency (µs; 0: they poll) for the
+    /// whole bench, every server alike (a request on /dev/cpu_dma_latency,
+    /// root's; as `resoundd --cpu-dma-latency`). Default: the machine's
+    /// setting.
+    #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub cpu_dma_latency_us: Option<u32>,
 }
 
 /// Checked settings.
@@ -111,6 +117,11 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
     remove_stale_dirs("vsj");
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let loadclient = chain::compile_loadclient(&a.out.join("bin"))?;
+    // Held until the bench returns: every server runs under it alike.
+    let _cpu_latency = a
+        .cpu_dma_latency_us
+        .map(resound_sched::cpu_latency::hold)
+        .transpose()?;
     let mut results = Vec::new();
     for &load in &a.load {
         for run in 0..p.runs as usize {
@@ -173,8 +184,11 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
 fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String> {
     let mut text = String::new();
     for &load in &a.load {
+        let idle = a.cpu_dma_latency_us.map_or(String::new(), |us| {
+            format!(", idle CPUs held to {us} us wake-up")
+        });
         let head = format!(
-            "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated ==",
+            "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated{idle} ==",
             a.clients, a.rate, a.frames, p.runs, p.seconds
         );
         text += &report::table(results, load, &p.kinds, &head);
@@ -188,6 +202,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
     let settings = json!({
         "clients": a.clients, "loads_pct": a.load, "rate": a.rate, "frames": a.frames,
         "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
+        "cpu_dma_latency_us": a.cpu_dma_latency_us,
         "servers": p.kinds.iter().map(|k| k.label()).collect::<Vec<_>>(),
     });
     let write = |name: &str, body: String| {

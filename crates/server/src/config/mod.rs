@@ -98,6 +98,14 @@ pub struct ServerArgs {
     /// the spinning client's budget (see docs/architecture.md).
     #[arg(long = "early-wake", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub early_wake_us: Option<u32>,
+    /// Hold idle CPUs to a wake-up latency of at most US µs while the server
+    /// runs (a request on /dev/cpu_dma_latency; 0: idle CPUs poll instead of
+    /// sleeping). Threads of the graph then never wait for a CPU to leave a
+    /// deep sleep state (or, in a virtual machine, for a halted virtual CPU
+    /// to be run again), at the cost of power. Needs write access to the
+    /// device (root). Default: leave the machine's setting alone, as jackd.
+    #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    pub cpu_dma_latency_us: Option<u32>,
     /// Client slots (the driver's included).
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CLIENTS)]
     pub max_clients: u32,
@@ -482,6 +490,18 @@ mod tests {
             p("resoundd --early-wake 20000 -d dummy").is_err(),
             "at most 10 ms"
         );
+    }
+
+    #[test]
+    fn cpu_dma_latency_is_left_alone_unless_asked() {
+        assert_eq!(
+            p("resoundd -d dummy").unwrap().server.cpu_dma_latency_us,
+            None
+        );
+        let on = p("resoundd --cpu-dma-latency 0 -d dummy").unwrap();
+        assert_eq!(on.server.cpu_dma_latency_us, Some(0));
+        assert!(p("resoundd --cpu-dma-latency -1 -d dummy").is_err());
+        assert!(p("resoundd --cpu-dma-latency 2000000 -d dummy").is_err());
     }
 
     #[test]
