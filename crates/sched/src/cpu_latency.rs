@@ -1,10 +1,10 @@
 //! A PM QoS request on `/dev/cpu_dma_latency`, held while the server runs
 //! (`resoundd --cpu-dma-latency US`) or while the bench runs (`resound
-//! bench jackd --cpu-dma-latency US`, for every server alike). With it, no idle CPU enters a sleep state
-//! it takes longer than US microseconds to leave (0: idle CPUs poll), so a
-//! wake-up of the graph's threads does not wait for a CPU to come out of a
-//! deep C-state, or on a virtual machine for the hypervisor to run a halted
-//! virtual CPU again. The kernel drops the request when the file is closed,
+//! bench jackd --cpu-dma-latency US`, for every server alike). With it, no
+//! idle CPU enters a sleep state it takes longer than US microseconds to
+//! leave (0: idle CPUs poll), so a wake-up of the graph's threads does not
+//! wait for a CPU to come out of a deep C-state, or on a virtual machine
+//! for the hypervisor to run a halted virtual CPU again. The kernel drops the request when the file is closed,
 //! also when the process is killed, so nothing is left behind.
 //!
 //! Runs once at start-up on the caller's thread.

@@ -49,6 +49,8 @@ pub fn main(argv: Vec<String>) -> i32 {
             return 1;
         }
     };
+    // Held from before the first cycle until the server returns.
+    let _cpu_latency = hold_cpu_latency(cfg.server.cpu_dma_latency_us);
     let server: Arc<server::Server> = match server::Server::start(cfg.clone()) {
         Ok(s) => s,
         Err(e) => {
@@ -84,7 +86,6 @@ pub fn main(argv: Vec<String>) -> i32 {
         },
         server.socket().display()
     );
-    let _cpu_latency = hold_cpu_latency(cfg.server.cpu_dma_latency_us);
     let reason = wait_for_stop(&mut signals, &server);
     server.stop(&reason);
     match server.render_outcome(std::time::Duration::from_secs(120)) {
