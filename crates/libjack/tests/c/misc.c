@@ -138,23 +138,48 @@ static int ring_test(void) {
 }
 
 /* ---- process: times and buffers ---- */
-static atomic_uint last_ft, bad_times, tie_ok, cycles;
+static atomic_uint last_ft, bad_times, skipped, tie_ok, cycles;
 static atomic_uint since_bad, zero_copy, zero_copy_bad;
+
+/* jack_frames_since_cycle_start, checked against the clock read just
+ * before and after it (a thread stalled in between widens the bracket,
+ * it cannot fail the check); skipped when the cycle moved on meanwhile. */
+static void check_frames_since(jack_nframes_t n, jack_time_t cu, float pu) {
+    jack_time_t before = jack_get_time();
+    jack_nframes_t since = jack_frames_since_cycle_start(client);
+    jack_time_t after = jack_get_time();
+    jack_nframes_t cur2;
+    jack_time_t cu2, nu2;
+    float pu2;
+    if (jack_get_cycle_times(client, &cur2, &cu2, &nu2, &pu2) != 0 || cu2 != cu || pu <= 0)
+        return;
+    double lo = ((double)before - (double)cu) * n / pu - 2;
+    double hi = ((double)after - (double)cu) * n / pu + 2;
+    if ((double)since < lo || (double)since > hi)
+        atomic_fetch_add(&since_bad, 1);
+}
 
 static int process(jack_nframes_t n, void *arg) {
     (void)arg;
     jack_nframes_t lft = jack_last_frame_time(client);
     unsigned prev = atomic_load(&last_ft);
-    if (atomic_load(&cycles) > 0 && lft != prev + n)
-        atomic_fetch_add(&bad_times, 1);
+    /* The frame time moves by whole periods: one, or more when the driver
+     * skipped cycles after waking late (the machine stalled). */
+    unsigned step = lft - prev;
+    if (atomic_load(&cycles) > 0) {
+        if (step == 0 || step % n != 0)
+            atomic_fetch_add(&bad_times, 1);
+        else if (step != n)
+            atomic_fetch_add(&skipped, 1);
+    }
     atomic_store(&last_ft, lft);
     jack_nframes_t cur;
     jack_time_t cu, nu;
     float pu;
     if (jack_get_cycle_times(client, &cur, &cu, &nu, &pu) != 0 || cur != lft || nu <= cu)
         atomic_fetch_add(&bad_times, 1);
-    if (jack_frames_since_cycle_start(client) > 4 * n)
-        atomic_fetch_add(&since_bad, 1);
+    else
+        check_frames_since(n, cu, pu);
     float *i = jack_port_get_buffer(in, n);
     float *t = jack_port_get_buffer(tied_out, n);
     /* The test connects only system:capture_1 to "in": one source, no copy. */
@@ -319,9 +344,11 @@ int main(int argc, char **argv) {
     /* times and statistics, after a second of cycles */
     sleep(1);
     check("process ran", atomic_load(&cycles) > 50, atomic_load(&cycles));
-    check("last_frame_time advances by nframes; cycle times consistent", atomic_load(&bad_times) <= 2,
-          atomic_load(&bad_times));
-    check("frames_since_cycle_start in range", atomic_load(&since_bad) == 0, atomic_load(&since_bad));
+    check("last_frame_time advances by whole periods; cycle times consistent",
+          atomic_load(&bad_times) <= 2, atomic_load(&bad_times));
+    printf("NOTE cycles after a driver skip-ahead: %u\n", atomic_load(&skipped));
+    check("frames_since_cycle_start agrees with the clock", atomic_load(&since_bad) == 0,
+          atomic_load(&since_bad));
     check("one connection: the input's buffer is the source's (zero copy)",
           atomic_load(&zero_copy) > 50 && atomic_load(&zero_copy_bad) == 0, atomic_load(&zero_copy_bad));
     check("tied output's buffer is the input's", atomic_load(&tie_ok) == atomic_load(&cycles), atomic_load(&tie_ok));
