@@ -260,7 +260,7 @@ impl RtContext {
             if stop(&self.quit) {
                 return None;
             }
-            self.follow_freewheel(h.freewheel.load(Ordering::Relaxed) != 0);
+            self.follow_freewheel(h.freewheel_in_effect.load(Ordering::Acquire) != 0);
             let next = assert_no_alloc::assert_no_alloc(|| self.poll(view, rec));
             let (word, seen) = match next {
                 Poll::Run(c) => return Some(c),
@@ -332,7 +332,9 @@ impl RtContext {
     /// clients do: back-to-back cycles then share the CPU with the rest of
     /// the system. The thread leaves SCHED_FIFO or its reservation itself
     /// (a thread leaves SCHED_DEADLINE while running; see the sched crate)
-    /// when it first wakes in freewheel mode; when freewheeling ends it
+    /// when it first wakes in freewheel mode (the header's
+    /// `freewheel_in_effect`: after the driver stopped updating
+    /// reservations, so none comes back behind it); when freewheeling ends it
     /// takes its own SCHED_FIFO back, and the server's driver gives a
     /// reservation back. Syscalls only on a change of mode (which is not
     /// real-time work: freewheeling is not paced).

@@ -204,6 +204,10 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         if freewheel != self.was_freewheeling {
             let events = &mut self.events;
             self.res.set_freewheel(freewheel, &mut |e| events.push(e));
+            // Published only now: client threads drop their real-time
+            // scheduling on seeing it, and no update gives it back after.
+            h.freewheel_in_effect
+                .store(freewheel as u32, Ordering::Release);
         }
         self.was_freewheeling = freewheel;
         let frames = h.buffer_frames.load(Ordering::Relaxed);

@@ -142,8 +142,17 @@ fn freewheel_runs_back_to_back_and_waits_for_the_graph() {
         ..Default::default()
     });
     rig.run(3);
+    let in_effect = |rig: &Rig| {
+        rig.view
+            .header()
+            .freewheel_in_effect
+            .load(Ordering::Acquire)
+    };
     rig.view.header().freewheel.store(1, Ordering::Release);
+    // Client threads follow the driver's word, set at its next cycle start.
+    assert_eq!(in_effect(&rig), 0);
     rig.run(2); // the first freewheeling cycle still starts on the clock
+    assert_eq!(in_effect(&rig), 1);
     rig.clients.borrow_mut().points.clear();
     let t0 = rig.clock.now_ns();
     rig.run(20);
@@ -169,7 +178,9 @@ fn freewheel_runs_back_to_back_and_waits_for_the_graph() {
     // Leaving freewheel: the clock restarts now.
     rig.play("a", Play::OnTime);
     rig.view.header().freewheel.store(0, Ordering::Release);
+    assert_eq!(in_effect(&rig), 1);
     rig.run(2);
+    assert_eq!(in_effect(&rig), 0);
     let (_, start, _, _) = rig.timer();
     assert_eq!(start, t0 + 2 * FREEWHEEL_WAIT_NS + PERIOD_NS);
 }

@@ -128,6 +128,16 @@ pub struct ControlHeader {
     /// runs), and by the control thread when the server stops. Only its
     /// changes matter.
     pub epoch: AtomicU32,
+    // ---- layout 7 ----
+    /// `freewheel` as the driver has acted on it: set to 1 (0) at the start
+    /// of the first cycle the driver runs freewheeling (on the clock again),
+    /// after it has stopped (resumed) updating client reservations. Client
+    /// process threads follow this word, not the request in `freewheel`,
+    /// when they drop or take back their real-time scheduling: a thread
+    /// that drops it on seeing 1 cannot be given its reservation again by
+    /// an update still in flight. Writer: driver, at cycle start. Readers:
+    /// client process threads, every wake-up.
+    pub freewheel_in_effect: AtomicU32,
 }
 
 /// The timer fields of the current cycle, as the driver publishes them
