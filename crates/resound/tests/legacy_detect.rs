@@ -47,7 +47,29 @@ fn detect_with(tracer: &str, pid: u32, seconds: &str) -> Option<serde_json::Valu
         return None;
     }
     assert!(out.status.success(), "detect failed: {stderr}");
-    Some(serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stderr}")))
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {stderr}"));
+    // The ptrace tracer's event times are its own wake-ups: by default it
+    // keeps idle CPUs polling while it traces, where it may.
+    let held = &v["trace"]["cpu_latency_us"];
+    match (tracer, may_hold_cpu_latency()) {
+        ("ptrace", true) => assert_eq!(held, 0, "{}", v["trace"]),
+        ("ptrace", false) => assert!(
+            v["trace"]["cpu_latency_error"].is_string(),
+            "{}",
+            v["trace"]
+        ),
+        _ => assert!(held.is_null(), "{}", v["trace"]),
+    }
+    Some(v)
+}
+
+/// Can this process hold a CPU wake-up latency request (root's device)?
+fn may_hold_cpu_latency() -> bool {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/cpu_dma_latency")
+        .is_ok()
 }
 
 /// Skip (with a reason) where ptrace is not permitted.

@@ -3,7 +3,7 @@
 
 use clap::Args;
 use resound_legacy::events::{parse_set, write_trace};
-use resound_legacy::trace::{self, Options, Trace, Tracer};
+use resound_legacy::trace::{self, CpuLatency, Options, Trace, Tracer};
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -29,6 +29,14 @@ pub struct Target {
     /// select, pselect6, epoll_wait, epoll_pwait, futex).
     #[arg(long, default_value = "default")]
     pub events: String,
+    /// Hold idle CPUs to this wake-up latency while tracing, in
+    /// microseconds, as cyclictest does while it measures: "auto" holds 0
+    /// (idle CPUs poll) with the ptrace tracer, whose event times are its
+    /// own wake-ups, and nothing with the kernel tracer; "off" never holds
+    /// it. Needs write access to /dev/cpu_dma_latency (root); without it
+    /// the trace runs anyway and says so.
+    #[arg(long, default_value = "auto", value_name = "US|auto|off")]
+    pub cpu_dma_latency: CpuLatency,
 }
 
 /// Options of `resound legacy trace`.
@@ -67,6 +75,7 @@ pub fn record(t: &Target) -> Result<Trace, String> {
     let opts = Options {
         syscalls,
         stop,
+        cpu_latency: t.cpu_dma_latency,
         ..Options::new(pid, Duration::from_secs_f64(t.seconds))
     };
     let r = trace::trace(t.tracer, &opts).map_err(|e| e.to_string());
@@ -103,12 +112,17 @@ fn signal_flag(stop: &Arc<AtomicBool>) {
 /// One-line summary of a trace.
 pub fn summary(tr: &Trace) -> String {
     format!(
-        "{} events from {} thread(s) in {:.2} s ({:?} tracer, ended: {:?}{}{}{})",
+        "{} events from {} thread(s) in {:.2} s ({:?} tracer, ended: {:?}{}{}{}{})",
         tr.events.len(),
         tr.threads.len(),
         tr.elapsed_ns as f64 / 1e9,
         tr.tracer,
         tr.end,
+        match (tr.cpu_latency_us, &tr.cpu_latency_error) {
+            (Some(us), _) => format!(", idle CPUs held to a {us} us wake-up"),
+            (None, Some(e)) => format!(", {e}"),
+            (None, None) => String::new(),
+        },
         if tr.lost > 0 {
             format!(", {} lost", tr.lost)
         } else {

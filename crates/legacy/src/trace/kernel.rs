@@ -106,6 +106,8 @@ pub fn trace(opts: &Options) -> Result<Trace, TraceError> {
         end,
         elapsed_ns: now_ns() - t0,
         tracer: Tracer::Kernel,
+        cpu_latency_us: None,
+        cpu_latency_error: None,
     })
 }
 
