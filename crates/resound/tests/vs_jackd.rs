@@ -76,11 +76,26 @@ fn bench_jackd_tiny() {
         assert!(r["error"].is_null(), "run failed: {r}");
         let f = |k: &str| m[k].as_f64().unwrap_or_else(|| panic!("{k} in {r}"));
         assert!(f("cycles") > 300.0 && f("cycles") < 900.0, "{r}");
-        let eoc = f("eoc_p50_us");
-        assert!(
-            eoc > 0.0 && eoc < 2_667.0 * 4.0,
-            "end of chain {eoc} us: {r}"
-        );
+        let (eoc, first_wake) = (f("eoc_p50_us"), f("first_wake_p50_us"));
+        if r["server"] == "jackd2" {
+            // jackd2 reports the cycle start its delay-locked loop predicts;
+            // after a machine stall the loop runs ahead of the real wake-ups
+            // for a while, and its clients wake before the start it
+            // reports. Every cycle still ends after its first client woke.
+            assert!(
+                eoc > first_wake && eoc.abs() < 2_667.0 * 4.0,
+                "end of chain {eoc} us: {r}"
+            );
+        } else {
+            // resound reports the cycle's nominal start, which its driver
+            // and then its clients wake after.
+            assert!(first_wake > 0.0, "{r}");
+            assert!(
+                eoc > 0.0 && eoc < 2_667.0 * 4.0,
+                "end of chain {eoc} us: {r}"
+            );
+            assert!(f("stamp_p50_us") <= eoc, "{r}");
+        }
         assert!(f("eoc_p99_us") >= eoc, "{r}");
         // From the driver's real wake-up, traced alike on both servers.
         let drv_eoc = f("drv_eoc_p50_us");
@@ -88,7 +103,7 @@ fn bench_jackd_tiny() {
         assert!(f("drv_eoc_p99_us") >= drv_eoc, "{r}");
         assert!(f("drv_wake_p50_us") > 0.0 && f("drv_wake_p50_us") <= drv_eoc);
         assert!(f("hop_p50_us") > 0.0, "{r}");
-        assert!(f("stamp_p50_us") > 0.0 && f("stamp_p50_us") <= eoc, "{r}");
+        assert!(f("stamp_p50_us") > 0.0, "{r}");
         assert!(f("wake_cpu_p50_us") > 0.0, "{r}");
         assert!(f("lost_blocks") < f("cycles") / 2.0, "{r}");
         let cpu = f("driver_cpu_us");
