@@ -26,6 +26,24 @@ fn skip(test: &str, why: &str) {
 
 /// The compiled C test program `name` (None: no compiler or JACK headers; SKIP printed).
 fn c_program(test: &str, name: &str) -> Option<PathBuf> {
+    compile_c(test, name, name, &[])
+}
+
+/// The directory holding the C internal client object `name.so`, compiled
+/// from `name.c` (None: no compiler or JACK headers; SKIP printed).
+fn c_internal_object(test: &str, name: &str) -> Option<PathBuf> {
+    let so = compile_c(
+        test,
+        name,
+        &format!("objects/{name}.so"),
+        &["-shared", "-fPIC"],
+    )?;
+    so.parent().map(Path::to_path_buf)
+}
+
+/// Compiles `../libjack/tests/c/name.c` with `extra` flags into `out`
+/// (relative to the test's scratch directory) unless it is fresh.
+fn compile_c(test: &str, name: &str, out: &str, extra: &[&str]) -> Option<PathBuf> {
     static LOCK: Mutex<()> = Mutex::new(());
     let _g = LOCK.lock().unwrap_or_else(|e| e.into_inner());
     if !Path::new("/usr/include/jack/jack.h").exists() {
@@ -38,9 +56,10 @@ fn c_program(test: &str, name: &str) -> Option<PathBuf> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../libjack/tests/c")
         .join(format!("{name}.c"));
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("libjack-c");
-    std::fs::create_dir_all(&dir).unwrap();
-    let exe = dir.join(name);
+    let exe = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("libjack-c")
+        .join(out);
+    std::fs::create_dir_all(exe.parent().unwrap()).unwrap();
     let fresh = |e: &Path| {
         let (Ok(a), Ok(b)) = (std::fs::metadata(e), std::fs::metadata(&src)) else {
             return false;
@@ -57,6 +76,7 @@ fn c_program(test: &str, name: &str) -> Option<PathBuf> {
                 "-Werror",
                 "-Wno-deprecated-declarations",
             ])
+            .args(extra)
             .arg("-o")
             .arg(&exe)
             .arg(&src)
@@ -1277,6 +1297,60 @@ fn jack_crate_child() {
     );
     active.deactivate().unwrap();
     std::process::exit(0);
+}
+
+/// An internal client object's `jack_finish` runs after its client is
+/// closed, as on jackd: its process callback never runs again once
+/// `jack_finish` may have freed what it uses (the distribution's
+/// inprocess.so frees its ports' struct there; calling it first crashed the
+/// server now and then).
+#[test]
+fn internal_client_finish_runs_after_its_process_thread_stopped() {
+    let _serial = common::one_at_a_time();
+    let t = "finish-order";
+    let (Some(load), Some(unload)) = (dist(t, "jack_load"), dist(t, "jack_unload")) else {
+        return;
+    };
+    let Some(objects) = c_internal_object(t, "finish_order") else {
+        return;
+    };
+    let mut srv = Srv::start_with_env(
+        &["-d", "dummy", "-r", "48000", "-p", PERIOD],
+        &[("RESOUND_INTERNAL_DIR", &objects.to_string_lossy())],
+    );
+    let report = srv.dir.join("finish-report.txt");
+    let init = report.to_string_lossy().into_owned();
+    let (code, out, err) = run_to_end(&srv, &load, &["-i", &init, "fo", "finish_order"], "");
+    assert_eq!(code, 0, "{out}\n{err}");
+    let c0 = srv.ctl().status().unwrap().cycles;
+    wait_for("fo to run cycles", Duration::from_secs(5), || {
+        srv.status()
+            .clients
+            .iter()
+            .any(|c| c.name == "fo" && c.last_cycle > c0 + 10)
+    });
+    let (code, out, err) = run_to_end(&srv, &unload, &["fo"], "");
+    assert_eq!(code, 0, "{out}\n{err}");
+    let got = std::fs::read_to_string(&report)
+        .unwrap_or_else(|e| panic!("no report ({e}): {}", srv.log()));
+    let field = |k: &str| -> String {
+        got.split_whitespace()
+            .find_map(|w| w.strip_prefix(k))
+            .unwrap_or_else(|| panic!("{k} in {got:?}"))
+            .to_string()
+    };
+    assert_eq!(
+        field("arg="),
+        "set",
+        "jack_finish gets the process argument: {got}"
+    );
+    assert!(field("cycles=").parse::<u64>().unwrap() > 10, "{got}");
+    assert_eq!(
+        field("after_finish="),
+        "0",
+        "process ran after jack_finish: {got}"
+    );
+    assert!(srv.alive(), "the server runs");
 }
 
 #[test]

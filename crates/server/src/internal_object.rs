@@ -188,14 +188,21 @@ impl ObjectClient {
         Ok(me)
     }
 
-    /// Calls the object's `jack_finish`, closes its client and unloads it.
+    /// Closes the object's client, calls its `jack_finish` with the
+    /// client's process argument and unloads it. In that order, as jackd:
+    /// closing deactivates the client and waits for its process thread to
+    /// stop, and `jack_finish` frees what the process callback uses (the
+    /// distribution's inprocess.so frees its port pair there).
     pub fn unload(self) {
-        // SAFETY: the client is open (closed only here); the object is live.
+        // SAFETY: the client is open (closed only here) and the object is
+        // live. The process argument is read while the client is still open;
+        // it is the object's own pointer, which closing does not touch.
         unsafe {
-            if let Some(f) = self.finish {
-                f((self.api.process_arg)(self.client));
-            }
+            let arg = (self.api.process_arg)(self.client);
             (self.api.close)(self.client);
+            if let Some(f) = self.finish {
+                f(arg);
+            }
         }
         close_object(self.object);
     }
