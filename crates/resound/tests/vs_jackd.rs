@@ -47,7 +47,8 @@ fn bench_jackd_tiny() {
     let dir = TestDir::new("vsjackd", "tiny");
     let out = Command::new(RESOUND)
         .args(["bench", "jackd", "--runs", "1", "--seconds", "2"])
-        .args(["--warmup", "1", "--clients", "2", "--load", "1", "--out"])
+        .args(["--warmup", "1", "--clients", "2", "--load", "1"])
+        .args(["--server-arg=--early-wake=0", "--out"])
         .arg(&dir.0)
         .output()
         .unwrap();
@@ -68,6 +69,12 @@ fn bench_jackd_tiny() {
     }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("runs.json")).unwrap()).unwrap();
+    // The report names the resoundd option passed to the resound servers.
+    assert!(stdout.contains("resoundd --early-wake=0"), "{stdout}");
+    assert_eq!(
+        json["settings"]["server_args"][0], "--early-wake=0",
+        "{json}"
+    );
     let runs = json["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 3, "{json}");
     // 2 s at 48 kHz / 128 frames is 750 cycles; the machine may stall some.
@@ -118,4 +125,27 @@ fn bench_jackd_tiny() {
     }
     let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 4, "{csv}");
+    // And resoundd gets it: one it does not know fails the run, with its message.
+    let out = Command::new(RESOUND)
+        .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
+        .args([
+            "--seconds",
+            "0.5",
+            "--warmup",
+            "0",
+            "--clients",
+            "2",
+            "--load",
+            "1",
+        ])
+        .args(["--server-arg=--no-such-option", "--out"])
+        .arg(dir.join("bad"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("unexpected argument '--no-such-option'"),
+        "{stderr}"
+    );
 }

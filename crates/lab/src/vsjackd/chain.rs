@@ -80,6 +80,8 @@ pub struct RunSpec {
     pub window: Duration,
     /// Where the clients write their records.
     pub dir: PathBuf,
+    /// Extra resoundd options (resound servers only).
+    pub server_args: Vec<String>,
 }
 
 /// What one run collected.
@@ -178,8 +180,8 @@ pub fn compile_loadclient(dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// Starts the server of `kind` under a unique name.
-fn start_server(kind: Kind, bins: &Bins, rate: u32, frames: u32) -> Result<Running, String> {
-    let driver = dummy_driver_args(rate, frames);
+fn start_server(spec: &RunSpec, bins: &Bins) -> Result<Running, String> {
+    let (kind, driver) = (spec.kind, dummy_driver_args(spec.rate, spec.frames));
     match kind {
         Kind::Jackd => {
             let mut args = vec!["-R", "-P", PRIORITY];
@@ -193,6 +195,7 @@ fn start_server(kind: Kind, bins: &Bins, rate: u32, frames: u32) -> Result<Runni
                 "deadline"
             };
             let mut args = vec!["-P", PRIORITY, "--sched", sched];
+            args.extend(spec.server_args.iter().map(String::as_str));
             args.extend(driver.iter().map(String::as_str));
             let mut spec = ServerSpec::new(bins.clone(), "vsj", &args);
             spec.child.stderr = StderrMode::Keep {
@@ -208,7 +211,7 @@ fn start_server(kind: Kind, bins: &Bins, rate: u32, frames: u32) -> Result<Runni
 pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunData, String> {
     let libjack = libjack_dir(bins)?;
     std::fs::create_dir_all(&spec.dir).map_err(|e| format!("{}: {e}", spec.dir.display()))?;
-    let server = start_server(spec.kind, bins, spec.rate, spec.frames)?;
+    let server = start_server(spec, bins)?;
     let record_s = (spec.warmup + spec.window).as_secs_f64() + 30.0;
     let mut clients: Vec<Child> = Vec::new();
     let mut files = Vec::new();

@@ -72,6 +72,11 @@ pub struct VsJackdArgs {
     /// setting.
     #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
     pub cpu_dma_latency_us: Option<u32>,
+    /// Pass ARG to both resound servers' resoundd (repeat for several; e.g.
+    /// `--server-arg=--deadlines=critical-path`), to compare a setting
+    /// against jackd2 and the defaults. jackd2 is started as always.
+    #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub server_args: Vec<String>,
 }
 
 /// Checked settings.
@@ -138,6 +143,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                     warmup: Duration::from_secs_f64(a.warmup),
                     window: Duration::from_secs_f64(p.seconds),
                     dir: dir.clone(),
+                    server_args: a.server_args.clone(),
                 };
                 eprint!(
                     "load {load}% run {}/{} {:<17}",
@@ -184,9 +190,12 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
 fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String> {
     let mut text = String::new();
     for &load in &a.load {
-        let idle = a.cpu_dma_latency_us.map_or(String::new(), |us| {
+        let mut idle = a.cpu_dma_latency_us.map_or(String::new(), |us| {
             format!(", idle CPUs held to {us} us wake-up")
         });
+        if !a.server_args.is_empty() {
+            idle += &format!(", resoundd {}", a.server_args.join(" "));
+        }
         let head = format!(
             "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated{idle} ==",
             a.clients, a.rate, a.frames, p.runs, p.seconds
@@ -202,7 +211,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
     let settings = json!({
         "clients": a.clients, "loads_pct": a.load, "rate": a.rate, "frames": a.frames,
         "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
-        "cpu_dma_latency_us": a.cpu_dma_latency_us,
+        "cpu_dma_latency_us": a.cpu_dma_latency_us, "server_args": a.server_args,
         "servers": p.kinds.iter().map(|k| k.label()).collect::<Vec<_>>(),
     });
     let write = |name: &str, body: String| {
