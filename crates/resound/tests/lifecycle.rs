@@ -142,13 +142,15 @@ fn a_quitting_client_keeps_its_downstream_running_on_silence_until_deactivated()
     );
     // Q's notification thread was busy for 1.5 s (~280 cycles): without the
     // fix B misses every one of them, each an xrun attributed to B. A loaded
-    // machine may cost B a few cycles of its own; never a tenth of them.
+    // machine costs B cycles of its own: in one CI run, with the driver
+    // waking up to 71 ms late, B missed 29 and had 40 xruns of 225 cycles.
+    // Never a third of them.
     assert!(
-        missed * 10 <= after,
+        missed * 3 <= after,
         "B missed {missed} cycles while Q was quitting ({after} run)"
     );
     assert!(
-        xruns * 10 <= after,
+        xruns * 3 <= after,
         "{xruns} xruns attributed to B while Q was quitting ({after} cycles run)"
     );
     assert!(!q.is_active(), "Q not deactivated");

@@ -86,13 +86,12 @@ fn bench_jackd_tiny() {
         let (eoc, first_wake) = (f("eoc_p50_us"), f("first_wake_p50_us"));
         if r["server"] == "jackd2" {
             // jackd2 reports the cycle start its delay-locked loop predicts;
-            // after a machine stall the loop runs ahead of the real wake-ups
-            // for a while, and its clients wake before the start it
-            // reports. Every cycle still ends after its first client woke.
-            assert!(
-                eoc > first_wake && eoc.abs() < 2_667.0 * 4.0,
-                "end of chain {eoc} us: {r}"
-            );
+            // after a machine stall the loop is off from the real wake-ups
+            // for a while, either way (in CI its clients woke a median
+            // 1.2 ms before the start it reported, and in a worse storm
+            // 71 ms after). Every cycle still ends after its first client
+            // woke.
+            assert!(eoc > first_wake, "end of chain {eoc} us: {r}");
         } else {
             // resound reports the cycle's nominal start, which its driver
             // and then its clients wake after.
