@@ -160,17 +160,16 @@ fn cycle_starts_are_the_cards_periods_filtered() {
     let srv = start(&card, alsa::PCM_CARD);
     let c = srv.open_client("starts").expect("client");
     const N: usize = 600;
-    let starts: Arc<Vec<std::sync::atomic::AtomicU64>> = Arc::new(
-        (0..N)
-            .map(|_| std::sync::atomic::AtomicU64::new(0))
-            .collect(),
-    );
+    // Per cycle: its start and the frame time of its first frame.
+    let starts: Arc<Vec<(std::sync::atomic::AtomicU64, std::sync::atomic::AtomicU64)>> =
+        Arc::new((0..N).map(|_| Default::default()).collect());
     let filled = Arc::new(AtomicUsize::new(0));
     let (st, fl) = (starts.clone(), filled.clone());
     c.activate(move |ps: &mut ProcessScope| {
         let i = fl.load(Ordering::Relaxed);
         if i < N {
-            st[i].store(ps.cycle_start_ns(), Ordering::Relaxed);
+            st[i].0.store(ps.cycle_start_ns(), Ordering::Relaxed);
+            st[i].1.store(ps.last_frame_time(), Ordering::Relaxed);
             fl.store(i + 1, Ordering::Release);
         }
         Control::Continue
@@ -180,23 +179,40 @@ fn cycle_starts_are_the_cards_periods_filtered() {
     while filled.load(Ordering::Acquire) < N && t0.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let v: Vec<u64> = starts.iter().map(|a| a.load(Ordering::Relaxed)).collect();
-    let period = PERIOD as f64 * 1e9 / RATE as f64;
-    // After the loop has locked (1 s), consecutive starts: the median gap
-    // is the period, and 95 % of the gaps are within 1 % of it.
-    let gaps: Vec<f64> = v[N / 2..]
-        .windows(2)
-        .map(|w| w[1] as f64 - w[0] as f64)
+    let v: Vec<(u64, u64)> = starts
+        .iter()
+        .map(|(a, f)| (a.load(Ordering::Relaxed), f.load(Ordering::Relaxed)))
         .collect();
-    let close = gaps
+    let period = PERIOD as f64 * 1e9 / RATE as f64;
+    // After the loop has locked (1 s), consecutive starts of cycles one
+    // period of frames apart (a gap across a driver skip-ahead or a device
+    // restart, after a machine stall, measures the stall, not the loop):
+    // 95 % of them are within 1 % of the period, and they are most gaps.
+    let steady: Vec<f64> = v[N / 2..]
+        .windows(2)
+        .filter(|w| w[1].1 == w[0].1 + PERIOD as u64)
+        .map(|w| w[1].0 as f64 - w[0].0 as f64)
+        .collect();
+    let all = N / 2 - 1;
+    assert!(
+        steady.len() * 10 >= all * 8,
+        "only {} of {all} gaps between cycles one period of frames apart",
+        steady.len()
+    );
+    let close = steady
         .iter()
         .filter(|g| (*g / period - 1.0).abs() < 0.01)
         .count();
+    println!(
+        "{close} of {} steady gaps within 1 % of the period ({} across a skip or restart left out)",
+        steady.len(),
+        all - steady.len()
+    );
     assert!(
-        close * 100 >= gaps.len() * 95,
+        close * 100 >= steady.len() * 95,
         "{close} of {} gaps within 1 % of {period:.0} ns: {:?}",
-        gaps.len(),
-        &gaps[..20]
+        steady.len(),
+        &steady[..20.min(steady.len())]
     );
 }
 
