@@ -23,7 +23,16 @@ pub struct Dll {
     c: f64,
     /// Running (false until the first wake-up after a reset).
     locked: bool,
+    /// Wake-ups in a row more than half a period off the prediction.
+    outliers: u32,
 }
+
+/// Wake-ups in a row more than half a period off the prediction after
+/// which the loop restarts at the last one: the card's timing really moved
+/// (a restart the driver did not report). Fewer are late wake-ups of the
+/// driver (a machine stall): the card's periods kept their pace, so the
+/// loop keeps predicting them and ignores those wake-ups.
+pub const RESTART_AFTER_OUTLIERS: u32 = 4;
 
 /// Loop bandwidth (Hz): slow enough to ignore wake-up jitter, fast enough
 /// to lock within a second or two.
@@ -38,12 +47,17 @@ impl Dll {
 
     /// A wake-up at `now_ns` for a cycle of nominal length `period_ns`;
     /// returns (filtered start of this cycle, predicted start of the next).
-    /// A wake-up more than half a period off the prediction (a stall, an
-    /// xrun) restarts the loop there. Real-time safe.
+    /// A wake-up more than half a period off the prediction (the driver
+    /// woke late: a machine stall) is not fed to the loop: this cycle
+    /// starts where the loop predicted, on the card's period boundary, so
+    /// clients' cycle times do not jump; [`RESTART_AFTER_OUTLIERS`] in a
+    /// row restart the loop at the last one. Real-time safe.
     pub fn wake(&mut self, now_ns: u64, period_ns: u64) -> (u64, u64) {
         let t = now_ns as f64;
         let p = period_ns.max(1) as f64;
-        if !self.locked || (t - self.t1).abs() > p / 2.0 {
+        let outlier = self.locked && (t - self.t1).abs() > p / 2.0;
+        self.outliers = if outlier { self.outliers + 1 } else { 0 };
+        if !self.locked || self.outliers >= RESTART_AFTER_OUTLIERS {
             let omega = 2.0 * std::f64::consts::PI * BANDWIDTH_HZ * p * 1e-9;
             self.b = std::f64::consts::SQRT_2 * omega;
             self.c = omega * omega;
@@ -51,6 +65,10 @@ impl Dll {
             self.t0 = t;
             self.t1 = t + p;
             self.locked = true;
+            self.outliers = 0;
+        } else if outlier {
+            self.t0 = self.t1;
+            self.t1 += self.e2;
         } else {
             let e = t - self.t1;
             self.t0 = self.t1;
@@ -110,13 +128,35 @@ mod tests {
     }
 
     #[test]
-    fn a_stall_restarts_the_loop_at_the_late_wake_up() {
+    fn a_late_wake_up_keeps_the_cards_boundaries() {
         let mut d = Dll::default();
         for i in 0..100u64 {
             d.wake(i * P, P);
         }
-        let late = 100 * P + 10 * P;
-        assert_eq!(d.wake(late, P), (late, late + P));
+        // Woken 0.8 periods late (a stall), then on time again: both
+        // cycles start on the card's boundaries, one period apart.
+        let (s0, n0) = d.wake(100 * P + 4 * P / 5, P);
+        let (s1, n1) = d.wake(101 * P, P);
+        for (got, want) in [(s0, 100 * P), (n0, 101 * P), (s1, 101 * P), (n1, 102 * P)] {
+            assert!(got.abs_diff(want) < 100, "{got} vs {want}");
+        }
+    }
+
+    #[test]
+    fn a_moved_card_or_a_reset_restarts_the_loop() {
+        let mut d = Dll::default();
+        for i in 0..100u64 {
+            d.wake(i * P, P);
+        }
+        // The card's boundaries moved by 0.6 periods for good: the loop
+        // restarts at the fourth wake-up off its prediction.
+        let moved = |i: u64| (100 + i) * P + 3 * P / 5;
+        for i in 0..RESTART_AFTER_OUTLIERS as u64 - 1 {
+            let (s, _) = d.wake(moved(i), P);
+            assert!(s.abs_diff((100 + i) * P) < 100, "coasting {i}");
+        }
+        let last = moved(RESTART_AFTER_OUTLIERS as u64 - 1);
+        assert_eq!(d.wake(last, P), (last, last + P));
         d.reset();
         assert_eq!(d.wake(5, P), (5, 5 + P));
     }
