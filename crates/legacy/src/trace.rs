@@ -94,10 +94,13 @@ impl std::str::FromStr for CpuLatency {
             _ => s
                 .parse::<u32>()
                 .ok()
-                .filter(|&us| us <= 1_000_000)
+                .filter(|&us| us <= resound_sched::cpu_latency::MAX_US)
                 .map(Self::Hold)
                 .ok_or_else(|| {
-                    format!("CPU wake-up latency '{s}': auto, off or microseconds (0 to 1000000)")
+                    format!(
+                        "CPU wake-up latency '{s}': auto, off or microseconds (0 to {})",
+                        resound_sched::cpu_latency::MAX_US
+                    )
                 }),
         }
     }

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 /// The kernel's current target (us), or why it cannot be read.
 fn target_us() -> Result<i32, String> {
-    let mut f = std::fs::File::open("/dev/cpu_dma_latency")
-        .map_err(|e| format!("/dev/cpu_dma_latency: {e}"))?;
+    let dev = resound_sched::cpu_latency::DEVICE;
+    let mut f = std::fs::File::open(dev).map_err(|e| format!("{dev}: {e}"))?;
     let mut b = [0u8; 4];
     f.read_exact(&mut b).map_err(|e| e.to_string())?;
     Ok(i32::from_ne_bytes(b))

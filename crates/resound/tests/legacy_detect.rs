@@ -68,7 +68,7 @@ fn detect_with(tracer: &str, pid: u32, seconds: &str) -> Option<serde_json::Valu
 fn may_hold_cpu_latency() -> bool {
     std::fs::OpenOptions::new()
         .write(true)
-        .open("/dev/cpu_dma_latency")
+        .open(resound_sched::cpu_latency::DEVICE)
         .is_ok()
 }
 

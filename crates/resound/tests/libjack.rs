@@ -1299,6 +1299,20 @@ fn jack_crate_child() {
     std::process::exit(0);
 }
 
+/// Waits up to 5 s until client `name` has run ten cycles past cycle `after`.
+fn wait_for_cycles(srv: &Srv, name: &str, after: u64) {
+    wait_for(
+        &format!("{name} to run cycles"),
+        Duration::from_secs(5),
+        || {
+            srv.status()
+                .clients
+                .iter()
+                .any(|c| c.name == name && c.last_cycle > after + 10)
+        },
+    );
+}
+
 /// An internal client object's `jack_finish` runs after its client is
 /// closed, as on jackd: its process callback never runs again once
 /// `jack_finish` may have freed what it uses (the distribution's
@@ -1323,12 +1337,7 @@ fn internal_client_finish_runs_after_its_process_thread_stopped() {
     let (code, out, err) = run_to_end(&srv, &load, &["-i", &init, "fo", "finish_order"], "");
     assert_eq!(code, 0, "{out}\n{err}");
     let c0 = srv.ctl().status().unwrap().cycles;
-    wait_for("fo to run cycles", Duration::from_secs(5), || {
-        srv.status()
-            .clients
-            .iter()
-            .any(|c| c.name == "fo" && c.last_cycle > c0 + 10)
-    });
+    wait_for_cycles(&srv, "fo", c0);
     let (code, out, err) = run_to_end(&srv, &unload, &["fo"], "");
     assert_eq!(code, 0, "{out}\n{err}");
     let got = std::fs::read_to_string(&report)
@@ -1394,13 +1403,7 @@ fn distribution_jack_load_and_unload_internal_clients() {
         assert_eq!(c.pid, srv.pid(), "it runs in the server process");
         assert!(connected(&srv, "system:capture_1", "inproc:input"));
         assert!(connected(&srv, "inproc:output", "system:playback_1"));
-        let c0 = c.last_cycle;
-        wait_for("inproc to run cycles", Duration::from_secs(5), || {
-            srv.status()
-                .clients
-                .iter()
-                .any(|c| c.name == "inproc" && c.last_cycle > c0 + 10)
-        });
+        wait_for_cycles(&srv, "inproc", c.last_cycle);
         let (code, out, err) = run_to_end(&srv, &unload, &["inproc"], "");
         assert_eq!(code, 0, "{out}\n{err}");
         assert!(!srv.status().clients.iter().any(|c| c.name == "inproc"));

@@ -15,6 +15,10 @@ use std::io::Write;
 /// The kernel's PM QoS device for CPU wake-up latency.
 pub const DEVICE: &str = "/dev/cpu_dma_latency";
 
+/// The largest latency (us) the options accept: a second, far above any
+/// CPU's deepest sleep state.
+pub const MAX_US: u32 = 1_000_000;
+
 /// A held request; dropping it withdraws it.
 #[derive(Debug)]
 pub struct CpuLatencyRequest {
@@ -29,7 +33,7 @@ pub struct CpuLatencyRequest {
 /// not writable (it belongs to root), with what to do.
 pub fn hold(us: u32) -> Result<CpuLatencyRequest, String> {
     let mut device = OpenOptions::new().write(true).open(DEVICE).map_err(|e| {
-        format!("cannot hold a CPU wake-up latency of {us} us: {DEVICE}: {e} (it is root's; run as root or give the server's user write access to it)")
+        format!("cannot hold a CPU wake-up latency of {us} us: {DEVICE}: {e} (it is root's; run as root or give this user write access to it)")
     })?;
     // The device takes the latency as a native-endian 32-bit integer.
     let value =

@@ -70,7 +70,7 @@ pub struct VsJackdArgs {
     /// whole bench, every server alike (a request on /dev/cpu_dma_latency,
     /// root's; as `resoundd --cpu-dma-latency`). Default: the machine's
     /// setting.
-    #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=resound_sched::cpu_latency::MAX_US as i64))]
     pub cpu_dma_latency_us: Option<u32>,
     /// Pass ARG to both resound servers' resoundd (repeat for several; e.g.
     /// `--server-arg=--deadlines=critical-path`), to compare a setting
@@ -190,14 +190,15 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
 fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String> {
     let mut text = String::new();
     for &load in &a.load {
-        let mut idle = a.cpu_dma_latency_us.map_or(String::new(), |us| {
+        // The machine and server settings the runs shared, if not the defaults.
+        let mut setting = a.cpu_dma_latency_us.map_or(String::new(), |us| {
             format!(", idle CPUs held to {us} us wake-up")
         });
         if !a.server_args.is_empty() {
-            idle += &format!(", resoundd {}", a.server_args.join(" "));
+            setting += &format!(", resoundd {}", a.server_args.join(" "));
         }
         let head = format!(
-            "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated{idle} ==",
+            "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated{setting} ==",
             a.clients, a.rate, a.frames, p.runs, p.seconds
         );
         text += &report::table(results, load, &p.kinds, &head);

@@ -104,7 +104,7 @@ pub struct ServerArgs {
     /// deep sleep state (or, in a virtual machine, for a halted virtual CPU
     /// to be run again), at the cost of power. Needs write access to the
     /// device (root). Default: leave the machine's setting alone, as jackd.
-    #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=resound_sched::cpu_latency::MAX_US as i64))]
     pub cpu_dma_latency_us: Option<u32>,
     /// Client slots (the driver's included).
     #[arg(long, default_value_t = limits::DEFAULT_MAX_CLIENTS)]
