@@ -10,7 +10,8 @@
 mod common;
 use common::*;
 use resound_client::{Control, PortFlags, PortKind, ProcessScope};
-use std::sync::atomic::{AtomicBool, Ordering};
+use resound_shm::time::monotonic_ns;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,6 +19,14 @@ use std::time::{Duration, Instant};
 /// (longer than the hold, so a spinning thread spins through it).
 const HOLD: Duration = Duration::from_millis(8);
 const EARLY_WAKE_US: &str = "10000";
+
+/// Frames per period: 21.3 ms at 48 kHz, so the hold fits in one cycle.
+/// Sampling stops [`MARGIN_NS`] before the next cycle begins, since a new
+/// cycle wakes every thread to look at it (b is then running for a moment,
+/// long enough to be seen when the machine is slow).
+const FRAMES: &str = "1024";
+const PERIOD_NS: u64 = 1024 * 1_000_000_000 / 48_000;
+const MARGIN_NS: u64 = 1_000_000;
 
 /// The state letter (R, S, …) of the thread of this process named `comm`.
 fn thread_state(comm: &str) -> Option<char> {
@@ -37,7 +46,7 @@ fn thread_state(comm: &str) -> Option<char> {
 /// thread states sampled meanwhile.
 fn states_of_b_while_a_holds(early_us: &str) -> Vec<char> {
     let _serial = one_at_a_time();
-    let srv = Srv::start(&["-r", "--early-wake", early_us, "-d", "dummy", "-p", "256"]);
+    let srv = Srv::start(&["-r", "--early-wake", early_us, "-d", "dummy", "-p", FRAMES]);
     let a = srv.client("a");
     let b = srv.client("b");
     a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
@@ -48,9 +57,11 @@ fn states_of_b_while_a_holds(early_us: &str) -> Vec<char> {
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
-    let (h, hg) = (hold.clone(), holding.clone());
-    a.activate(move |_ps: &mut ProcessScope| {
+    let held_cycle_start = Arc::new(AtomicU64::new(0));
+    let (h, hg, start) = (hold.clone(), holding.clone(), held_cycle_start.clone());
+    a.activate(move |ps: &mut ProcessScope| {
         if h.swap(false, Ordering::AcqRel) {
+            start.store(ps.cycle_start_ns(), Ordering::Relaxed);
             hg.store(true, Ordering::Release);
             std::thread::sleep(HOLD);
             hg.store(false, Ordering::Release);
@@ -74,10 +85,21 @@ fn states_of_b_while_a_holds(early_us: &str) -> Vec<char> {
         );
         std::thread::sleep(Duration::from_micros(100));
     }
+    let next_cycle_ns = held_cycle_start.load(Ordering::Relaxed) + PERIOD_NS;
     let mut states = Vec::new();
     let t0 = Instant::now();
-    while holding.load(Ordering::Acquire) && t0.elapsed() < HOLD {
-        states.extend(thread_state("resound-rt:b"));
+    while holding.load(Ordering::Acquire)
+        && t0.elapsed() < HOLD
+        && monotonic_ns() + MARGIN_NS < next_cycle_ns
+    {
+        let state = thread_state("resound-rt:b");
+        // a clears the flag before it returns and releases its output, so
+        // a state read while the flag still holds was read before b could
+        // have been released.
+        if !holding.load(Ordering::Acquire) {
+            break;
+        }
+        states.extend(state);
         std::thread::sleep(Duration::from_micros(200));
     }
     eprintln!("--early-wake {early_us}: b's states while a held: {states:?}");
