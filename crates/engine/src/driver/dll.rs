@@ -34,6 +34,15 @@ pub struct Dll {
 /// loop keeps predicting them and ignores those wake-ups.
 pub const RESTART_AFTER_OUTLIERS: u32 = 4;
 
+/// The most lateness one wake-up may feed to the loop, as a fraction of
+/// the period (1/16: 167 us at 128 frames / 48 kHz). A driver wakes after
+/// the card's boundary, by tens of microseconds usually; a wake-up later
+/// than this is mostly the machine's stall, which says nothing about the
+/// card: fed whole, a stall of a few milliseconds would move the next
+/// cycle starts by a percent. An early wake-up (the prediction is behind
+/// the card) is fed whole, so the loop catches up at full speed.
+pub const MAX_LATE_FEED: f64 = 1.0 / 16.0;
+
 /// Loop bandwidth (Hz): slow enough to ignore wake-up jitter, fast enough
 /// to lock within a second or two.
 pub const BANDWIDTH_HZ: f64 = 1.0;
@@ -45,9 +54,13 @@ impl Dll {
         self.locked = false;
     }
 
-    /// A wake-up at `now_ns` for a cycle of nominal length `period_ns`;
-    /// returns (filtered start of this cycle, predicted start of the next).
-    /// A wake-up more than half a period off the prediction (the driver
+    /// A wake-up at `now_ns` for a cycle of nominal length `period_ns`
+    /// (the ALSA driver passes the time the device passed the period's
+    /// boundary, as far as the device's position tells it: its wake-up
+    /// less the frames the device ran on since); returns (filtered start
+    /// of this cycle, predicted start of the next).
+    /// A later one feeds at most [`MAX_LATE_FEED`] of a period of lateness
+    /// to the loop. A wake-up more than half a period off the prediction (the driver
     /// woke late: a machine stall) is not fed to the loop: this cycle
     /// starts where the loop predicted, on the card's period boundary, so
     /// clients' cycle times do not jump; [`RESTART_AFTER_OUTLIERS`] in a
@@ -70,7 +83,7 @@ impl Dll {
             self.t0 = self.t1;
             self.t1 += self.e2;
         } else {
-            let e = t - self.t1;
+            let e = (t - self.t1).min(p * MAX_LATE_FEED);
             self.t0 = self.t1;
             self.t1 += self.b * e + self.e2;
             self.e2 += self.c * e;
@@ -140,6 +153,26 @@ mod tests {
         for (got, want) in [(s0, 100 * P), (n0, 101 * P), (s1, 101 * P), (n1, 102 * P)] {
             assert!(got.abs_diff(want) < 100, "{got} vs {want}");
         }
+    }
+
+    #[test]
+    fn a_wake_up_a_third_of_a_period_late_barely_moves_the_next_start() {
+        let mut d = Dll::default();
+        for i in 0..100u64 {
+            d.wake(i * P, P);
+        }
+        // Fed whole, 0.4 periods of lateness would move the next start by
+        // about 1 % of a period (the loop's gain at 1 Hz); it moves by
+        // less than 0.2 %.
+        let (s0, n0) = d.wake(100 * P + 2 * P / 5, P);
+        assert!(s0.abs_diff(100 * P) < 100, "{s0}");
+        assert!(
+            n0.abs_diff(101 * P) < P / 500,
+            "next start {n0} vs {}",
+            101 * P
+        );
+        let (s1, _) = d.wake(101 * P, P);
+        assert_eq!(s1, n0);
     }
 
     #[test]

@@ -247,21 +247,23 @@ impl AlsaDriver {
         frames_to_ns(self.cfg.period as u64, self.cfg.rate.max(1)).max(1)
     }
 
-    /// Polls until a period can be read and written. Real-time safe.
-    fn wait_device(&mut self, clock: &dyn Clock) -> Result<(), Fault> {
+    /// Polls until a period can be read and written; returns when the
+    /// device passed the end of that period ([`boundary_ns`]). Real-time safe.
+    fn wait_device(&mut self, clock: &dyn Clock) -> Result<u64, Fault> {
         let timeout_ms = (4 * self.period_ns() / 1_000_000).max(100) as i32;
         let period = self.cfg.period as usize;
         loop {
-            let ready_cap = self
-                .capture
-                .as_ref()
-                .map_or(Ok(true), |s| recovery::ready(s, period, self.cfg.soft))?;
-            let ready_play = self
-                .playback
-                .as_ref()
-                .map_or(Ok(true), |s| recovery::ready(s, period, self.cfg.soft))?;
-            if ready_cap && ready_play {
-                return Ok(());
+            let soft = self.cfg.soft;
+            let cap = self.capture.as_ref().map(|s| recovery::available(s, soft));
+            let play = self.playback.as_ref().map(|s| recovery::available(s, soft));
+            let now = clock.now_ns();
+            let avail = [cap.transpose()?, play.transpose()?]
+                .into_iter()
+                .flatten()
+                .min()
+                .unwrap_or(period);
+            if avail >= period {
+                return Ok(boundary_ns(now, avail - period, self.cfg.rate));
             }
             let t0 = clock.now_ns();
             // SAFETY: fds is a valid array of fds.len() pollfd structs.
@@ -283,6 +285,16 @@ impl AlsaDriver {
             }
         }
     }
+}
+
+/// When the device passed the end of the period the driver is about to
+/// process, seen at `now_ns` with `beyond` frames available past that
+/// period: the driver's own wake-up delay taken out. The device's position
+/// is as fine as its driver reports it (frame-exact from a position
+/// buffer, whole periods from an interrupt count; then `beyond` is 0 and
+/// this is the wake-up time). Real-time safe.
+fn boundary_ns(now_ns: u64, beyond: usize, rate: u32) -> u64 {
+    now_ns.saturating_sub(frames_to_ns(beyond as u64, rate.max(1)))
 }
 
 impl Driver for AlsaDriver {
@@ -344,7 +356,7 @@ impl Driver for AlsaDriver {
             }
         }
         self.flushed = false;
-        self.wait_device(clock)?;
+        let boundary = self.wait_device(clock)?;
         if let Some(c) = self.capture.as_mut() {
             c.read_period().map_err(|e| recovery::classify(&e))?;
         }
@@ -352,9 +364,10 @@ impl Driver for AlsaDriver {
             p.map_period().map_err(|e| recovery::classify(&e))?;
         }
         // The cycle starts on the device's period boundaries as the loop
-        // filters them out of the jittery wake-ups.
+        // filters them out of the times the device passed them (the
+        // wake-ups, less the frames the device ran on since).
         let now = clock.now_ns();
-        let (start_ns, next_ns) = self.dll.wake(now, self.period_ns());
+        let (start_ns, next_ns) = self.dll.wake(boundary, self.period_ns());
         Ok(Wake {
             start_ns,
             awake_ns: now,
@@ -441,4 +454,17 @@ pub(crate) fn null_test_driver(max_period: u32) -> AlsaDriver {
         max_period,
     })
     .expect("alsa-lib's null PCM")
+}
+
+#[cfg(test)]
+mod boundary_tests {
+    use super::boundary_ns;
+
+    #[test]
+    fn frames_past_the_boundary_move_it_back_by_their_duration() {
+        assert_eq!(boundary_ns(10_000_000, 0, 48_000), 10_000_000);
+        assert_eq!(boundary_ns(10_000_000, 48, 48_000), 9_000_000);
+        assert_eq!(boundary_ns(10_000_000, 441, 44_100), 0);
+        assert_eq!(boundary_ns(1_000, 48_000, 48_000), 0);
+    }
 }

@@ -55,9 +55,10 @@ pub fn link(capture: Option<&Stream>, playback: Option<&Stream>) -> bool {
     }
 }
 
-/// Whether `s` has a period to give or take; the device's own errors (an
-/// xrun, a suspend, a vanished device) come back as faults. Real-time safe.
-pub fn ready(s: &Stream, period: usize, soft: bool) -> Result<bool, Fault> {
+/// The frames `s` has to give or take now (0 after an xrun in soft mode);
+/// the device's own errors (an xrun, a suspend, a vanished device) come
+/// back as faults. Real-time safe.
+pub fn available(s: &Stream, soft: bool) -> Result<usize, Fault> {
     match s.pcm.state() {
         State::XRun if !soft => return Err(Fault::Xrun),
         State::Suspended => return Err(Fault::Suspended),
@@ -65,9 +66,9 @@ pub fn ready(s: &Stream, period: usize, soft: bool) -> Result<bool, Fault> {
         _ => {}
     }
     match s.avail() {
-        Ok(n) => Ok(n >= period),
+        Ok(n) => Ok(n),
         Err(e) => match classify(&e) {
-            Fault::Xrun if soft => Ok(false),
+            Fault::Xrun if soft => Ok(0),
             f => Err(f),
         },
     }
