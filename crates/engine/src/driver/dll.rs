@@ -59,12 +59,14 @@ impl Dll {
     /// boundary, as far as the device's position tells it: its wake-up
     /// less the frames the device ran on since); returns (filtered start
     /// of this cycle, predicted start of the next).
-    /// A later one feeds at most [`MAX_LATE_FEED`] of a period of lateness
-    /// to the loop. A wake-up more than half a period off the prediction (the driver
-    /// woke late: a machine stall) is not fed to the loop: this cycle
-    /// starts where the loop predicted, on the card's period boundary, so
-    /// clients' cycle times do not jump; [`RESTART_AFTER_OUTLIERS`] in a
-    /// row restart the loop at the last one. Real-time safe.
+    ///
+    /// A wake-up later than predicted feeds at most [`MAX_LATE_FEED`] of a
+    /// period of lateness to the loop. One more than half a period off the
+    /// prediction (the driver woke late: a machine stall) is not fed to the
+    /// loop: this cycle starts where the loop predicted, on the card's
+    /// period boundary, so clients' cycle times do not jump;
+    /// [`RESTART_AFTER_OUTLIERS`] in a row restart the loop at the last
+    /// one. Real-time safe.
     pub fn wake(&mut self, now_ns: u64, period_ns: u64) -> (u64, u64) {
         let t = now_ns as f64;
         let p = period_ns.max(1) as f64;
@@ -156,7 +158,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wake_up_a_third_of_a_period_late_barely_moves_the_next_start() {
+    fn a_wake_up_under_half_a_period_late_barely_moves_the_next_start() {
         let mut d = Dll::default();
         for i in 0..100u64 {
             d.wake(i * P, P);
