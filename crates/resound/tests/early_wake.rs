@@ -25,8 +25,8 @@ const EARLY_WAKE_US: &str = "10000";
 /// once the held cycle is late (with a 5.33 ms period it was once seen
 /// running there, in a slow spell of the machine) is not what this test
 /// is about.
-const FRAMES: &str = "1024";
-const PERIOD_NS: u64 = 1024 * 1_000_000_000 / 48_000;
+const FRAMES: u64 = 1024;
+const PERIOD_NS: u64 = FRAMES * 1_000_000_000 / 48_000;
 const MARGIN_NS: u64 = 1_000_000;
 
 /// The state letter (R, S, …) of the thread of this process named `comm`.
@@ -47,7 +47,8 @@ fn thread_state(comm: &str) -> Option<char> {
 /// thread states sampled meanwhile.
 fn states_of_b_while_a_holds(early_us: &str) -> Vec<char> {
     let _serial = one_at_a_time();
-    let srv = Srv::start(&["-r", "--early-wake", early_us, "-d", "dummy", "-p", FRAMES]);
+    let frames = FRAMES.to_string();
+    let srv = Srv::start(&["-r", "--early-wake", early_us, "-d", "dummy", "-p", &frames]);
     let a = srv.client("a");
     let b = srv.client("b");
     a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)

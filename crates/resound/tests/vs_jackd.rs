@@ -127,16 +127,8 @@ fn bench_jackd_tiny() {
     // And resoundd gets it: one it does not know fails the run, with its message.
     let out = Command::new(RESOUND)
         .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
-        .args([
-            "--seconds",
-            "0.5",
-            "--warmup",
-            "0",
-            "--clients",
-            "2",
-            "--load",
-            "1",
-        ])
+        .args(["--seconds", "0.5", "--warmup", "0"])
+        .args(["--clients", "2", "--load", "1"])
         .args(["--server-arg=--no-such-option", "--out"])
         .arg(dir.join("bad"))
         .output()

@@ -179,7 +179,8 @@ pub fn compile_loadclient(dir: &Path) -> Result<PathBuf, String> {
     Ok(exe)
 }
 
-/// Starts the server of `kind` under a unique name.
+/// Starts the server of `spec.kind` under a unique name (a resound one with
+/// `spec.server_args`).
 fn start_server(spec: &RunSpec, bins: &Bins) -> Result<Running, String> {
     let (kind, driver) = (spec.kind, dummy_driver_args(spec.rate, spec.frames));
     match kind {
@@ -197,12 +198,12 @@ fn start_server(spec: &RunSpec, bins: &Bins) -> Result<Running, String> {
             let mut args = vec!["-P", PRIORITY, "--sched", sched];
             args.extend(spec.server_args.iter().map(String::as_str));
             args.extend(driver.iter().map(String::as_str));
-            let mut spec = ServerSpec::new(bins.clone(), "vsj", &args);
-            spec.child.stderr = StderrMode::Keep {
+            let mut server = ServerSpec::new(bins.clone(), "vsj", &args);
+            server.child.stderr = StderrMode::Keep {
                 keep: 200,
                 echo: None,
             };
-            Ok(Running::Resound(Server::start(spec)?))
+            Ok(Running::Resound(Server::start(server)?))
         }
     }
 }
