@@ -31,7 +31,19 @@
 //! from a single sample.
 //!
 //! **Initial budget**: `fixed_pct` when fixed, else `initial_pct` (default [`INITIAL_PCT`], 10%) of
-//! the period clamped to [min, max]; initial deadline = period.
+//! the period clamped to [min, max].
+//!
+//! **Period and deadline**: the reservation period is D x audio period and
+//! the relative deadline equals it, except for *light* threads, whose
+//! typical (median) CPU time is at most half their budget, as that of a
+//! client busy 1 % of the period under the minimum budget: they get
+//! `light_period_pct` of that period and a deadline of `light_deadline_pct`
+//! of their own period (defaults 75 % and 50 %), same budget, so that
+//! blocking well inside the budget does not arm the kernel's inactive timer
+//! (see [`ControllerConfig::light_deadline_pct`]). The shape is chosen once
+//! the window is full; a flush (a bump) returns the thread to the full
+//! period until it is full again. [`set_deadline`](Controller::set_deadline)
+//! (critical-path mode) and fixed mode keep every thread on the full period.
 //!
 //! **Kernel behaviour to keep in mind**: a budget raised while the thread is
 //! throttled takes effect only at its old replenishment time (the kernel
@@ -50,6 +62,14 @@ use crate::predictor::Predictor;
 /// anything is known about the thread.
 pub const INITIAL_PCT: f64 = 10.0;
 
+/// Default light-thread reservation period, % of the audio period
+/// (see [`ControllerConfig::light_period_pct`]).
+pub const DEFAULT_LIGHT_PERIOD_PCT: f64 = 75.0;
+
+/// Default light-thread relative deadline, % of its reservation period
+/// (see [`ControllerConfig::light_deadline_pct`]).
+pub const DEFAULT_LIGHT_DEADLINE_PCT: f64 = 50.0;
+
 /// Controller settings (the server's `--sched deadline` options).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ControllerConfig {
@@ -59,6 +79,28 @@ pub struct ControllerConfig {
     /// scaled alike. 0 is treated as 1. With `auto_min_period_ns` this is the
     /// floor of the multiplier in use ([`effective_multiplier`](Self::effective_multiplier)).
     pub multiplier: u32,
+    /// `--light-period PCT`: the reservation period of a *light* thread
+    /// (see `light_deadline_pct`), as a share of multiplier x audio period,
+    /// in % (100: equal). The kernel holds a thread with a deadline shorter
+    /// than its period that wakes after its deadline until its period ends;
+    /// a period shorter than the audio period has ended by the next cycle's
+    /// wake-up unless the last one came more than (100 − PCT) % of a period
+    /// later in its cycle. The budget is not scaled (one activation per
+    /// audio period gets the whole budget), so the bandwidth booked is
+    /// 100/PCT times that of the full period.
+    pub light_period_pct: f64,
+    /// `--light-deadline PCT`: a light thread's relative deadline, % of its
+    /// reservation period (100: no light threads). A thread that blocks
+    /// before its zero-lag time (deadline − remaining budget x period /
+    /// budget) makes the kernel arm its inactive timer, one timer
+    /// interrupt per blocking; with deadline = period every thread that
+    /// used less than its budget does. A thread whose typical CPU time (the
+    /// window's median) is at most (100 − PCT) % of its budget blocks after
+    /// that time under this deadline: that is a light thread (with 10 %
+    /// hysteresis, once its window is full, and its budget within the
+    /// deadline). Others keep the full period and deadline = period, as do
+    /// all threads in fixed mode and after [`Controller::set_deadline`].
+    pub light_deadline_pct: f64,
     /// `--period-multiplier auto`: the minimum reservation period (ns); an
     /// audio period shorter than this gets a larger multiplier
     /// ([`crate::multiplier::multiplier_for`]), recomputed when the audio
@@ -101,6 +143,8 @@ impl Default for ControllerConfig {
             audio_period_ns: 2_666_667,
             multiplier: 1,
             auto_min_period_ns: 0,
+            light_period_pct: DEFAULT_LIGHT_PERIOD_PCT,
+            light_deadline_pct: DEFAULT_LIGHT_DEADLINE_PCT,
             overprovision_pct: 10.0,
             min_pct: 5.0,
             max_pct: 90.0,
@@ -135,6 +179,32 @@ impl ControllerConfig {
     pub fn reservation_period_ns(&self) -> u64 {
         self.audio_period_ns
             .saturating_mul(self.effective_multiplier() as u64)
+    }
+
+    /// Whether light threads get their own period and deadline (a light
+    /// deadline below 100 %).
+    ///
+    /// Real-time safe.
+    pub fn light_shape(&self) -> bool {
+        self.light_deadline_pct < 100.0
+    }
+
+    /// A light thread's reservation period (ns): `light_period_pct` of the
+    /// reservation period.
+    ///
+    /// Real-time safe.
+    pub fn light_period_ns(&self) -> u64 {
+        pct_of(
+            self.reservation_period_ns(),
+            self.light_period_pct.min(100.0),
+        )
+    }
+
+    /// A light thread's relative deadline (ns): `light_deadline_pct` of its period.
+    ///
+    /// Real-time safe.
+    pub fn light_deadline_ns(&self) -> u64 {
+        pct_of(self.light_period_ns(), self.light_deadline_pct.min(100.0))
     }
 }
 
@@ -186,6 +256,11 @@ pub struct Controller {
     wanted_ns: u64,
     /// Last prediction scaled to the reservation period (ns).
     predicted_ns: u64,
+    /// Whether the deadline was set by [`Controller::set_deadline`]
+    /// (critical-path mode) rather than by the configured rule.
+    deadline_set: bool,
+    /// Whether `res` has the light shape.
+    light: bool,
 }
 
 /// A feedback cut of the budget is applied only past this many times the
@@ -218,30 +293,98 @@ impl Controller {
             },
             wanted_ns: 0,
             predicted_ns: 0,
+            deadline_set: false,
+            light: false,
         };
         c.reset();
         c
     }
 
-    /// Returns to the initial state (empty window, initial budget, deadline =
-    /// period), e.g. when a new thread takes over this controller's slot.
-    /// No allocation.
+    /// Returns to the initial state (empty window, initial budget, full
+    /// period, deadline = period), e.g. when a new thread takes over this
+    /// controller's slot. No allocation.
     ///
     /// Real-time safe.
     pub fn reset(&mut self) {
         self.predictor.flush();
         self.predicted_ns = 0;
+        self.deadline_set = false;
         let period = self.cfg.reservation_period_ns();
         self.res = Reservation {
             runtime_ns: 0,
             deadline_ns: period,
             period_ns: period,
         };
-        self.wanted_ns = match self.cfg.fixed_pct {
+        self.light = false;
+        let raw = match self.cfg.fixed_pct {
             Some(_) => self.fixed_ns(),
-            None => self.clamp(pct_of(period, self.cfg.initial_pct)),
+            None => pct_of(period, self.cfg.initial_pct),
         };
-        self.res.runtime_ns = self.wanted_ns.min(self.res.deadline_ns);
+        let shaped = self.shape(raw);
+        self.take(shaped);
+    }
+
+    /// The reservation for budget `raw` (ns per reservation period, before
+    /// the min/max clamp), the clamped budget, and whether it is the light
+    /// shape: light period and deadline when the thread is light (see
+    /// [`ControllerConfig::light_deadline_pct`]), else the full period and
+    /// deadline = period (or the one [`Self::set_deadline`] set). The
+    /// runtime is at most the deadline.
+    fn shape(&self, raw: u64) -> (Reservation, u64, bool) {
+        let full = self.cfg.reservation_period_ns();
+        let (lo, hi) = limits_of(full, &self.cfg);
+        let wanted = raw.clamp(lo, hi);
+        if self.is_light(wanted) {
+            let period = self.cfg.light_period_ns();
+            let deadline = self.cfg.light_deadline_ns();
+            let res = Reservation {
+                runtime_ns: wanted.min(deadline),
+                deadline_ns: deadline,
+                period_ns: period,
+            };
+            return (res, wanted, true);
+        }
+        let deadline = if self.deadline_set {
+            self.res.deadline_ns.clamp(MIN_RUNTIME_NS.min(full), full)
+        } else {
+            full
+        };
+        let res = Reservation {
+            runtime_ns: wanted.min(deadline),
+            deadline_ns: deadline,
+            period_ns: full,
+        };
+        (res, wanted, false)
+    }
+
+    /// Whether a thread with budget `wanted` is light: light shapes on, no
+    /// explicit deadline, feedback mode, a full window whose median x the
+    /// multiplier is at most (100 − light deadline) % of the budget (90 % of
+    /// that to become light, so that a median near the bound does not
+    /// flip the shape every cycle), and the budget within the light deadline.
+    fn is_light(&self, wanted: u64) -> bool {
+        if !self.cfg.light_shape()
+            || self.deadline_set
+            || self.cfg.fixed_pct.is_some()
+            || !self.predictor.is_full()
+            || wanted > self.cfg.light_deadline_ns()
+        {
+            return false;
+        }
+        let Some(median) = self.predictor.median() else {
+            return false;
+        };
+        let typical = median.saturating_mul(self.cfg.effective_multiplier() as u64);
+        let spare = 1.0 - self.cfg.light_deadline_pct / 100.0;
+        let bound = wanted as f64 * spare * if self.light { 1.0 } else { 0.9 };
+        (typical as f64) <= bound
+    }
+
+    /// Takes `res` and `wanted` from [`Self::shape`].
+    fn take(&mut self, (res, wanted, light): (Reservation, u64, bool)) {
+        self.res = res;
+        self.wanted_ns = wanted;
+        self.light = light;
     }
 
     /// What is currently set (or to be set).
@@ -274,24 +417,12 @@ impl Controller {
         self.cfg.fixed_pct.is_none() && !self.predictor.is_full()
     }
 
-    /// Budget bounds (ns) from min_pct/max_pct, within [1024 ns, period]; max wins over min.
-    fn limits(&self) -> (u64, u64) {
-        let p = self.res.period_ns.max(MIN_RUNTIME_NS);
-        let hi = pct_of(p, self.cfg.max_pct).clamp(MIN_RUNTIME_NS, p);
-        let lo = pct_of(p, self.cfg.min_pct).clamp(MIN_RUNTIME_NS, hi);
-        (lo, hi)
-    }
-
-    fn clamp(&self, q: u64) -> u64 {
-        let (lo, hi) = self.limits();
-        q.clamp(lo, hi)
-    }
-
-    /// Fixed budget: fixed_pct of the period, capped at max_pct (not raised to min_pct).
+    /// Fixed budget: fixed_pct of the full period, capped at max_pct (not raised to min_pct).
     fn fixed_ns(&self) -> u64 {
-        let (_, hi) = self.limits();
+        let period = self.cfg.reservation_period_ns();
+        let (_, hi) = limits_of(period, &self.cfg);
         let pct = self.cfg.fixed_pct.unwrap_or(self.cfg.initial_pct);
-        pct_of(self.res.period_ns, pct).clamp(MIN_RUNTIME_NS, hi)
+        pct_of(period, pct).clamp(MIN_RUNTIME_NS, hi)
     }
 
     /// Sets the wanted budget; returns the new reservation if it changed and
@@ -302,29 +433,33 @@ impl Controller {
     /// for a while costs nothing on the hop). The first proposal from a
     /// window just refilled after a flush cuts at the plain threshold, so a
     /// bump is undone once the window is full again.
-    fn propose(&mut self, wanted: u64, force: bool) -> Option<Reservation> {
-        self.propose_with(wanted, force, DECREASE_THRESHOLD_FACTOR)
+    /// `raw` is the budget before the clamp and the choice of shape
+    /// ([`Self::shape`]).
+    fn propose(&mut self, raw: u64, force: bool) -> Option<Reservation> {
+        self.propose_with(raw, force, DECREASE_THRESHOLD_FACTOR)
     }
 
     /// [`Self::propose`] with the cut threshold `cut_factor` x the change
     /// threshold.
-    fn propose_with(&mut self, wanted: u64, force: bool, cut_factor: f64) -> Option<Reservation> {
-        let runtime = wanted.min(self.res.deadline_ns);
+    fn propose_with(&mut self, raw: u64, force: bool, cut_factor: f64) -> Option<Reservation> {
+        let shaped = self.shape(raw);
+        let (next, wanted, light) = shaped;
+        let runtime = next.runtime_ns;
         let cur = self.res.runtime_ns;
         let threshold = if runtime < cur {
             self.cfg.change_threshold_pct * cut_factor
         } else {
             self.cfg.change_threshold_pct
         };
-        let moved = runtime.abs_diff(cur) as f64 > threshold / 100.0 * cur as f64;
-        if runtime == cur || !(force || moved) {
+        let moved =
+            runtime.abs_diff(cur) as f64 > threshold / 100.0 * cur as f64 || light != self.light;
+        if next == self.res || !(force || moved) {
             if force {
                 self.wanted_ns = wanted;
             }
             return None;
         }
-        self.wanted_ns = wanted;
-        self.res.runtime_ns = runtime;
+        self.take(shaped);
         Some(self.res)
     }
 
@@ -342,10 +477,7 @@ impl Controller {
         self.predictor.push(used_ns);
         let per_cycle = self.predictor.predict().unwrap_or(used_ns);
         self.predicted_ns = per_cycle.saturating_mul(self.cfg.effective_multiplier() as u64);
-        let mut wanted = self.clamp(scale(
-            self.predicted_ns,
-            1.0 + self.cfg.overprovision_pct / 100.0,
-        ));
+        let mut wanted = scale(self.predicted_ns, 1.0 + self.cfg.overprovision_pct / 100.0);
         if !self.predictor.is_full() {
             wanted = wanted.max(self.wanted_ns);
         }
@@ -366,13 +498,13 @@ impl Controller {
             return None;
         }
         self.predictor.flush();
-        let (lo, _) = self.limits();
+        let (lo, _) = limits_of(self.cfg.reservation_period_ns(), &self.cfg);
         let pct = if self.wanted_ns <= lo {
             self.cfg.bump_min_pct
         } else {
             self.cfg.bump_pct
         };
-        let wanted = self.clamp(scale(self.wanted_ns, 1.0 + pct / 100.0));
+        let wanted = scale(self.wanted_ns, 1.0 + pct / 100.0);
         self.propose(wanted, true)
     }
 
@@ -397,7 +529,7 @@ impl Controller {
     /// recomputed; in feedback mode the budget and an explicitly set
     /// deadline are scaled by new/old period (the bandwidth stays the same),
     /// the window, whose samples were per *old* cycle, is flushed and refilled
-    /// (warm-up). A deadline equal to the period stays equal to it. Returns
+    /// (warm-up). A deadline not set explicitly follows the configured rule. Returns
     /// the new reservation (`None` if nothing changed or `period_ns` is 0).
     ///
     /// Real-time safe.
@@ -406,39 +538,48 @@ impl Controller {
             return None;
         }
         let old = self.res;
+        let old_full = self.cfg.reservation_period_ns();
         self.cfg.audio_period_ns = period_ns;
-        let period = self.cfg.reservation_period_ns();
-        let ratio = period as f64 / old.period_ns.max(1) as f64;
-        self.res.period_ns = period;
-        self.res.deadline_ns = if old.deadline_ns == old.period_ns {
-            period
-        } else {
-            scale(old.deadline_ns, ratio).clamp(MIN_RUNTIME_NS.min(period), period)
-        };
-        if self.cfg.fixed_pct.is_some() {
-            self.wanted_ns = self.fixed_ns();
+        let full = self.cfg.reservation_period_ns();
+        let ratio = full as f64 / old_full.max(1) as f64;
+        if self.deadline_set {
+            self.res.deadline_ns = scale(old.deadline_ns, ratio);
+        }
+        let raw = if self.cfg.fixed_pct.is_some() {
+            self.fixed_ns()
         } else {
             self.predictor.flush();
             self.predicted_ns = scale(self.predicted_ns, ratio);
-            self.wanted_ns = self.clamp(scale(self.wanted_ns, ratio));
-        }
-        self.res.runtime_ns = self.wanted_ns.min(self.res.deadline_ns);
+            scale(self.wanted_ns, ratio)
+        };
+        let shaped = self.shape(raw);
+        self.take(shaped);
         (self.res != old).then_some(self.res)
     }
 
     /// Sets the relative deadline (critical-path mode), clamped to [1024 ns,
-    /// period]; the runtime is clamped to <= deadline (and restored when the
-    /// deadline is raised again). Returns the new reservation if it changed.
+    /// full period]; the thread leaves the light shape; the runtime is
+    /// clamped to <= deadline (and restored when the deadline is raised
+    /// again). Returns the new reservation if it changed.
     ///
     /// Real-time safe.
     pub fn set_deadline(&mut self, deadline_ns: u64) -> Option<Reservation> {
-        let period = self.res.period_ns;
-        let d = deadline_ns.clamp(MIN_RUNTIME_NS.min(period), period);
         let old = self.res;
-        self.res.deadline_ns = d;
-        self.res.runtime_ns = self.wanted_ns.min(d);
+        self.deadline_set = true;
+        self.res.deadline_ns = deadline_ns;
+        let shaped = self.shape(self.wanted_ns);
+        self.take(shaped);
         (self.res != old).then_some(self.res)
     }
+}
+
+/// Budget bounds (ns) of a reservation of period `period_ns` from
+/// min_pct/max_pct, within [1024 ns, period]; max wins over min.
+fn limits_of(period_ns: u64, cfg: &ControllerConfig) -> (u64, u64) {
+    let p = period_ns.max(MIN_RUNTIME_NS);
+    let hi = pct_of(p, cfg.max_pct).clamp(MIN_RUNTIME_NS, p);
+    let lo = pct_of(p, cfg.min_pct).clamp(MIN_RUNTIME_NS, hi);
+    (lo, hi)
 }
 
 #[cfg(test)]
@@ -454,7 +595,11 @@ mod tests {
     }
 
     fn converged(load: u64) -> Controller {
-        let mut c = Controller::new(ControllerConfig::default());
+        converged_with(ControllerConfig::default(), load)
+    }
+
+    fn converged_with(cfg: ControllerConfig, load: u64) -> Controller {
+        let mut c = Controller::new(cfg);
         run(&mut c, load, 200);
         c
     }
@@ -509,7 +654,9 @@ mod tests {
 
     #[test]
     fn step_up_and_down_follow_within_the_window() {
-        let mut c = converged(300_000);
+        // Without light shapes: on the way down the median falls first,
+        // and the thread would be light for half a window.
+        let mut c = converged_with(implicit(), 300_000);
         // Up: 99th percentile of 100 reaches the new level after 2 samples.
         let up = run(&mut c, 600_000, 100);
         assert_eq!(up.len(), 1);
@@ -574,7 +721,7 @@ mod tests {
 
     #[test]
     fn new_client_bumps_10_percent_at_the_minimum() {
-        let mut c = converged(10_000);
+        let mut c = converged_with(implicit(), 10_000);
         let min = 133_333; // 5% of 2_666_667
         assert_eq!(c.reservation().runtime_ns, min);
         assert_eq!(c.on_activation().map(|r| r.runtime_ns), Some(146_666));
@@ -591,7 +738,7 @@ mod tests {
 
     #[test]
     fn clamps_at_min_and_max() {
-        let c = converged(1_000);
+        let c = converged_with(implicit(), 1_000);
         assert_eq!(c.reservation().runtime_ns, 133_333);
         let mut c = converged(5_000_000);
         assert_eq!(c.reservation().runtime_ns, 2_400_000); // 90%
@@ -686,6 +833,137 @@ mod tests {
                 period_ns: 2 * P
             }
         );
+    }
+
+    /// Light threads on the full period with an implicit deadline, as
+    /// every thread was before light shapes.
+    fn implicit() -> ControllerConfig {
+        ControllerConfig {
+            light_period_pct: 100.0,
+            light_deadline_pct: 100.0,
+            ..Default::default()
+        }
+    }
+
+    /// A thread at the full period's minimum budget (5 % of P) using much
+    /// less: 75 % of P, a deadline half of that.
+    const LIGHT: Reservation = Reservation {
+        runtime_ns: 133_333,
+        deadline_ns: 1_000_000,
+        period_ns: 2_000_000,
+    };
+
+    #[test]
+    fn a_light_thread_gets_the_light_period_and_deadline() {
+        let mut c = Controller::new(ControllerConfig::default());
+        assert_eq!(c.reservation().period_ns, P, "unknown load: full period");
+        // 30 us a cycle: 33 us with overprovisioning, under the minimum.
+        let changes = run(&mut c, 30_000, 200);
+        assert_eq!(changes.last().map(|x| x.1), Some(LIGHT), "{changes:?}");
+        assert!(
+            (c.reservation().bandwidth() - 0.05 / 0.75).abs() < 1e-6,
+            "the same budget per cycle over a shorter period"
+        );
+        // Without light shapes: the minimum of the full period.
+        let mut c = Controller::new(implicit());
+        run(&mut c, 30_000, 200);
+        assert_eq!(
+            c.reservation(),
+            Reservation {
+                runtime_ns: 133_333,
+                deadline_ns: P,
+                period_ns: P
+            }
+        );
+    }
+
+    #[test]
+    fn a_thread_above_the_minimum_keeps_the_full_period() {
+        let mut c = converged(300_000);
+        assert_eq!(
+            c.reservation(),
+            Reservation {
+                runtime_ns: 330_000,
+                deadline_ns: P,
+                period_ns: P
+            }
+        );
+        // Lighter: down to the light shape once the window has forgotten.
+        run(&mut c, 30_000, 200);
+        assert_eq!(c.reservation(), LIGHT);
+        // A bump flushes the window: the full period until it is refilled.
+        let r = c.on_xrun().expect("bumped");
+        assert_eq!(
+            r,
+            Reservation {
+                runtime_ns: 146_666,
+                deadline_ns: P,
+                period_ns: P
+            }
+        );
+        // Heavier again: full period.
+        run(&mut c, 300_000, 200);
+        assert_eq!(c.reservation().period_ns, P);
+    }
+
+    #[test]
+    fn a_spiky_light_thread_is_light_with_its_larger_budget() {
+        let mut c = Controller::new(ControllerConfig::default());
+        // 40 us a cycle, 150 us in every tenth: the 99th percentile is 150.
+        for i in 0..300 {
+            c.cycle_begin(if i % 10 == 0 { 150_000 } else { 40_000 });
+        }
+        assert_eq!(
+            c.reservation(),
+            Reservation {
+                runtime_ns: 165_000,
+                deadline_ns: 1_000_000,
+                period_ns: 2_000_000
+            }
+        );
+    }
+
+    #[test]
+    fn light_shapes_follow_the_period_and_yield_to_set_deadline_and_fixed_mode() {
+        let mut c = converged(30_000);
+        assert_eq!(c.reservation(), LIGHT);
+        // A new period flushes the window: the full period until it is refilled.
+        let r = c.set_audio_period(2 * P).expect("changed");
+        assert_eq!(
+            r,
+            Reservation {
+                runtime_ns: 266_667,
+                deadline_ns: 2 * P,
+                period_ns: 2 * P
+            }
+        );
+        run(&mut c, 60_000, 200);
+        // 75 % of 2 x 2_666_667 ns and half of it (each rounded).
+        assert_eq!(
+            c.reservation(),
+            Reservation {
+                runtime_ns: 266_667,
+                deadline_ns: 2_000_001,
+                period_ns: 4_000_001
+            }
+        );
+        let r = c.set_deadline(3_000_000).expect("changed");
+        assert_eq!((r.period_ns, r.deadline_ns), (2 * P, 3_000_000));
+        run(&mut c, 60_000, 200);
+        assert_eq!(
+            c.reservation().period_ns,
+            2 * P,
+            "explicit deadline: full period"
+        );
+        c.reset();
+        run(&mut c, 60_000, 200);
+        assert_eq!(c.reservation().period_ns, 4_000_001, "reset: light again");
+        let mut c = Controller::new(ControllerConfig {
+            fixed_pct: Some(5.0),
+            ..Default::default()
+        });
+        run(&mut c, 1_000, 200);
+        assert_eq!(c.reservation().period_ns, P, "fixed mode: full period");
     }
 
     #[test]

@@ -79,6 +79,15 @@ impl Predictor {
         Some(self.sorted[nearest_rank(self.percentile, n) - 1])
     }
 
+    /// The window's median (nearest rank, the 50th percentile). `None` when
+    /// empty.
+    ///
+    /// Real-time safe.
+    pub fn median(&self) -> Option<u64> {
+        let n = self.sorted.len();
+        (n > 0).then(|| self.sorted[nearest_rank(50.0, n) - 1])
+    }
+
     /// Forgets every sample (a new client joined, an xrun happened).
     ///
     /// Real-time safe.
