@@ -56,8 +56,9 @@ pub struct Status {
 /// for low-latency real time audio processing on Linux" reserves one CPU
 /// share for the whole JACK graph): sums over the threads, per audio cycle.
 /// A thread whose reservation period spans N audio periods
-/// (`--period-multiplier`) counts for its budget and prediction / N, i.e.
-/// x audio period / its reservation period.
+/// (`--period-multiplier`) counts for its budget and prediction / N; a
+/// light thread, whose period is shorter than the audio period, gets its
+/// whole budget once per cycle and counts for all of it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub struct GraphReservation {
     /// Audio period (ns).
@@ -103,14 +104,15 @@ impl GraphReservation {
 }
 
 /// `v` (ns per reservation period `res_period_ns`) per audio period
-/// `audio_period_ns`, rounded to the nearest ns (saturated).
+/// `audio_period_ns`: / N, where the reservation period spans N audio
+/// periods (at least 1: a light thread's shorter period spans one cycle's
+/// activation), rounded to the nearest ns.
 pub fn per_audio_period(v: u64, audio_period_ns: u64, res_period_ns: u64) -> u64 {
-    if res_period_ns == 0 {
+    if res_period_ns == 0 || audio_period_ns == 0 {
         return v;
     }
-    let q =
-        (v as u128 * audio_period_ns as u128 + res_period_ns as u128 / 2) / res_period_ns as u128;
-    q.min(u64::MAX as u128) as u64
+    let spans = res_period_ns.div_ceil(audio_period_ns).max(1);
+    (v + spans / 2) / spans
 }
 
 /// One xrun and what caused it.
@@ -244,6 +246,13 @@ mod tests {
             res("SCHED_DEADLINE", 2 * p, 400_000, 300_000, 120_000),
             res("SCHED_FIFO", 0, 0, 0, 50_000),
         ];
+        // A light thread's period, 75 % of the audio period: all of it.
+        assert_eq!(per_audio_period(133_333, p, 750_000), 133_333);
+        assert_eq!(
+            per_audio_period(300_000, p, 1_500_000),
+            150_000,
+            "x2 at 75 %"
+        );
         let g = GraphReservation::of(&v, p).unwrap();
         assert_eq!(
             (

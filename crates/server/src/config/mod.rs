@@ -89,6 +89,26 @@ pub struct ServerArgs {
     /// (each client's deadline leaves room for the work before and after it in the cycle).
     #[arg(long = "deadlines", value_enum, default_value_t = DeadlineChoice::Period)]
     pub deadlines: DeadlineChoice,
+    /// Relative deadline of a light thread's reservation, % of its period
+    /// (10 to 100; 100: no light threads, every thread on the audio period
+    /// with deadline = period). A light thread typically uses at most
+    /// (100 - PCT) % of its budget (the median of its recent cycles), as a
+    /// client busy 1 % of the period does under the minimum budget. It then
+    /// blocks after its zero-lag time, so the kernel arms no inactive timer
+    /// for it: one timer interrupt less per light thread per cycle, and the
+    /// next wake-up in the chain finds its CPU free more often. Its deadline
+    /// also comes earlier in EDF order than implicit ones.
+    #[arg(long = "light-deadline", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_LIGHT_DEADLINE_PCT, value_parser = share_parser(10.0))]
+    pub light_deadline_pct: f64,
+    /// Reservation period of a light thread, % of the audio period (x
+    /// --period-multiplier; 50 to 100). With a deadline shorter than the
+    /// period the kernel holds a thread that wakes after its deadline until
+    /// its period ends; a period shorter than the audio period has ended
+    /// by the next cycle's wake-up unless the last one came more than
+    /// (100 - PCT) % of a period later in its cycle. The budget per cycle
+    /// is unchanged, so the ledger books 100/PCT times its bandwidth.
+    #[arg(long = "light-period", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_LIGHT_PERIOD_PCT, value_parser = share_parser(50.0))]
+    pub light_period_pct: f64,
     /// Early wake-up (µs; 0 turns it off): a client whose last cycle took
     /// less than US wakes the clients after it as it starts a cycle, so that
     /// their wake-up overlaps its work, and they spin (at most US) for its
@@ -171,6 +191,18 @@ fn pct_parser(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{v} is outside 0..=100"))
+    }
+}
+
+/// A parser of a share in % from `min` to 100.
+fn share_parser(min: f64) -> impl Fn(&str) -> Result<f64, String> + Clone {
+    move |s: &str| {
+        let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+        if (min..=100.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(format!("{v} is outside {min}..=100"))
+        }
     }
 }
 
@@ -434,6 +466,30 @@ mod tests {
             ),
             (20.0, PeriodMultiplier::Fixed(2), 95.0, 50)
         );
+        let c = p("resoundd -d dummy").unwrap();
+        assert_eq!(
+            (c.server.light_deadline_pct, c.server.light_period_pct),
+            (50.0, 75.0),
+            "light threads: half of 75 % of the audio period by default"
+        );
+        let c = p("resoundd --light-deadline 100 --light-period 100 -d dummy").unwrap();
+        assert_eq!(
+            (c.server.light_deadline_pct, c.server.light_period_pct),
+            (100.0, 100.0)
+        );
+        for bad in [
+            "--light-deadline 5",
+            "--light-period 40",
+            "--light-deadline x",
+        ] {
+            let e = p(&format!("resoundd {bad} -d dummy"))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("outside") || e.contains("not a number"),
+                "{bad}: {e}"
+            );
+        }
         let c = p("resoundd --sched fifo --fixed-budget 30 -d dummy").unwrap();
         assert_eq!(
             (c.server.sched, c.server.fixed_budget),

@@ -63,12 +63,23 @@ pub(super) fn controller_config(cfg: &Config) -> resound_sched::ControllerConfig
         audio_period_ns: period_ns,
         multiplier,
         auto_min_period_ns,
+        light_period_pct: light_shares(a).0,
+        light_deadline_pct: light_shares(a).1,
         overprovision_pct: a.overprovision,
         fixed_pct: a.fixed_budget,
         window: a.window as usize,
         percentile: a.percentile,
         reclaim: a.reclaim(),
         ..Default::default()
+    }
+}
+
+/// Light threads' (period, deadline) shares in %: as asked, or (100, 100)
+/// under critical-path deadlines, which set every deadline themselves.
+fn light_shares(a: &crate::config::ServerArgs) -> (f64, f64) {
+    match a.deadlines {
+        crate::config::DeadlineChoice::CriticalPath => (100.0, 100.0),
+        crate::config::DeadlineChoice::Period => (a.light_period_pct, a.light_deadline_pct),
     }
 }
 
@@ -81,7 +92,7 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
         PeriodMultiplier::Auto { min_period_us } => format!("auto (>= {min_period_us} us)"),
     };
     format!(
-        "deadline ({}{}, period {}, {} deadlines, ledger {:.2} CPU)",
+        "deadline ({}{}, period {}, {}, ledger {:.2} CPU)",
         match a.fixed_budget {
             Some(p) => format!("fixed budget {p}%"),
             None => format!(
@@ -95,9 +106,13 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
             ", no reclaim"
         },
         multiplier,
-        match a.deadlines {
-            crate::config::DeadlineChoice::Period => "period",
-            crate::config::DeadlineChoice::CriticalPath => "critical-path",
+        match (a.deadlines, light_shares(a)) {
+            (crate::config::DeadlineChoice::CriticalPath, _) => {
+                "critical-path deadlines".to_string()
+            }
+            (_, (period, deadline)) if period < 100.0 || deadline < 100.0 =>
+                format!("period deadlines, light threads {deadline}% of a {period}% period"),
+            _ => "period deadlines".to_string(),
         },
         ledger_capacity
     )
