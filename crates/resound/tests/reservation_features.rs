@@ -40,9 +40,15 @@ fn auto_multiplier_doubles_the_reservation_period_of_short_periods() {
     if !deadline_or_skip("auto_multiplier_doubles_the_reservation_period_of_short_periods") {
         return;
     }
+    // Light threads keep the audio period here, so that every period is
+    // the multiplier's.
     let srv = Srv::start(&[
         "--sched",
         "deadline",
+        "--light-period",
+        "100",
+        "--light-deadline",
+        "100",
         "--period-multiplier",
         "auto",
         "-d",
@@ -112,6 +118,10 @@ fn fixed_multiplier_stays_fixed() {
     let srv = Srv::start(&[
         "--sched",
         "deadline",
+        "--light-period",
+        "100",
+        "--light-deadline",
+        "100",
         "--period-multiplier",
         "3",
         "-d",
@@ -127,6 +137,98 @@ fn fixed_multiplier_stays_fixed() {
     assert_eq!(
         kernel_period(d.tid),
         3 * resound_shm::time::frames_to_ns(256, 48000)
+    );
+}
+
+/// The kernel's (runtime, deadline, period) for `tid` (ns).
+fn kernel_reservation(tid: i32) -> (u64, u64, u64) {
+    match resound_sched::current(tid).expect("sched_getattr") {
+        Policy::Deadline {
+            runtime_ns,
+            deadline_ns,
+            period_ns,
+            ..
+        } => (runtime_ns, deadline_ns, period_ns),
+        p => panic!("tid {tid} is {p:?}, not under SCHED_DEADLINE"),
+    }
+}
+
+/// The default light shapes: a light thread (a client busy 1 %, under a
+/// budget of at least 5 % of the period) has, in the kernel, a period of
+/// 75 % of the audio period and a deadline of half that; a heavy one
+/// (busy 40 %) keeps the audio period with deadline = period; a buffer-size
+/// change keeps the shares. `--light-deadline 100 --light-period 100` puts
+/// every thread on the audio period.
+#[test]
+fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("light_threads_get_a_shorter_period_and_deadline_in_the_kernel") {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "128",
+    ]);
+    let _light = srv.tool("light", &["load", "--busy", "1"]);
+    let _heavy = srv.tool("heavy", &["load", "--busy", "40", "-c", "light:out=@:in"]);
+    let st = srv.status();
+    assert!(
+        st.sched
+            .contains("period deadlines, light threads 50% of a 75% period"),
+        "{}",
+        st.sched
+    );
+    let shapes_hold = |srv: &Srv, frames: u64| {
+        let audio = resound_shm::time::frames_to_ns(frames, 48000);
+        let short = (audio as f64 * 0.75).round() as u64;
+        let st = srv.status();
+        let light = res(&st, "light").is_some_and(|r| {
+            let (q, d, p) = kernel_reservation(r.tid);
+            p == short && d == (short as f64 * 0.5).round() as u64 && q <= d
+        });
+        let heavy = res(&st, "heavy").is_some_and(|r| {
+            let (q, d, p) = kernel_reservation(r.tid);
+            p == audio && d == audio && q > audio / 3
+        });
+        light && heavy
+    };
+    wait_for(
+        "the light and full shapes in the kernel at 128 frames",
+        Duration::from_secs(20),
+        || shapes_hold(&srv, 128),
+    );
+    srv.ctl().set_buffer_size(256).unwrap();
+    wait_for(
+        "the shapes in the kernel at 256 frames",
+        Duration::from_secs(20),
+        || shapes_hold(&srv, 256),
+    );
+    drop(srv);
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--light-deadline",
+        "100",
+        "--light-period",
+        "100",
+        "-d",
+        "dummy",
+        "-r",
+        "48000",
+        "-p",
+        "128",
+    ]);
+    let _light = srv.tool("light", &["load", "--busy", "1"]);
+    let audio = resound_shm::time::frames_to_ns(128, 48000);
+    wait_for(
+        "the light client on the audio period",
+        Duration::from_secs(20),
+        || {
+            let st = srv.status();
+            res(&st, "light").is_some_and(|r| {
+                let (_, d, p) = kernel_reservation(r.tid);
+                (d, p) == (audio, audio)
+            })
+        },
     );
 }
 

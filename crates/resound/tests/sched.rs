@@ -40,7 +40,10 @@ fn every_graph_thread_is_reserved_while_active_and_released_after() {
         let r = res(&st, name)
             .unwrap_or_else(|| panic!("no reservation for {name}: {:?}", st.reservations));
         assert_eq!(r.policy, "SCHED_DEADLINE", "{r:?}");
-        assert_eq!(r.period_ns, period, "{r:?}");
+        // The audio period, or for a light thread (the driver, which
+        // typically uses a fraction of its minimum budget) 75 % of it.
+        let light = (period as f64 * 0.75).round() as u64;
+        assert!(r.period_ns == period || r.period_ns == light, "{r:?}");
         // The kernel agrees with what status says.
         match resound_sched::current(r.tid).unwrap() {
             Policy::Deadline {
