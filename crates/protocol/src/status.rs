@@ -112,7 +112,7 @@ pub fn per_audio_period(v: u64, audio_period_ns: u64, res_period_ns: u64) -> u64
         return v;
     }
     let spans = res_period_ns.div_ceil(audio_period_ns).max(1);
-    (v + spans / 2) / spans
+    v.saturating_add(spans / 2) / spans
 }
 
 /// One xrun and what caused it.

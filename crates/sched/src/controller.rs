@@ -358,23 +358,27 @@ impl Controller {
     }
 
     /// Whether a thread with budget `wanted` is light: light shapes on, no
-    /// explicit deadline, feedback mode, a full window whose median x the
-    /// multiplier is at most (100 − light deadline) % of the budget (90 % of
-    /// that to become light, so that a median near the bound does not
-    /// flip the shape every cycle), and the budget within the light deadline.
+    /// explicit deadline, feedback mode, one audio period per reservation
+    /// period, a full window whose median is at most (100 − light deadline)
+    /// % of the budget (90 % of that to become light, so that a median near
+    /// the bound does not flip the shape every cycle), and the budget within
+    /// the light deadline. With a multiplier above 1 a thread wakes several
+    /// times per reservation period, every wake-up after the first one past
+    /// a short deadline, and the kernel would hold each until the period's
+    /// end.
     fn is_light(&self, wanted: u64) -> bool {
         if !self.cfg.light_shape()
             || self.deadline_set
             || self.cfg.fixed_pct.is_some()
+            || self.cfg.effective_multiplier() != 1
             || !self.predictor.is_full()
             || wanted > self.cfg.light_deadline_ns()
         {
             return false;
         }
-        let Some(median) = self.predictor.median() else {
+        let Some(typical) = self.predictor.median() else {
             return false;
         };
-        let typical = median.saturating_mul(self.cfg.effective_multiplier() as u64);
         let spare = 1.0 - self.cfg.light_deadline_pct / 100.0;
         let bound = wanted as f64 * spare * if self.light { 1.0 } else { 0.9 };
         (typical as f64) <= bound
@@ -904,6 +908,24 @@ mod tests {
         // Heavier again: full period.
         run(&mut c, 300_000, 200);
         assert_eq!(c.reservation().period_ns, P);
+    }
+
+    #[test]
+    fn no_light_shape_when_a_reservation_period_spans_several_cycles() {
+        let mut c = Controller::new(ControllerConfig {
+            multiplier: 2,
+            ..Default::default()
+        });
+        run(&mut c, 30_000, 200);
+        assert_eq!(
+            c.reservation(),
+            Reservation {
+                runtime_ns: 266_667,
+                deadline_ns: 2 * P,
+                period_ns: 2 * P
+            },
+            "the second wake-up in a period would come after a short deadline"
+        );
     }
 
     #[test]

@@ -97,7 +97,8 @@ pub struct ServerArgs {
     /// blocks after its zero-lag time, so the kernel arms no inactive timer
     /// for it: one timer interrupt less per light thread per cycle, and the
     /// next wake-up in the chain finds its CPU free more often. Its deadline
-    /// also comes earlier in EDF order than implicit ones.
+    /// also comes earlier in EDF order than implicit ones. Only with one
+    /// audio period per reservation period (--period-multiplier 1).
     #[arg(long = "light-deadline", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_LIGHT_DEADLINE_PCT, value_parser = share_parser(10.0))]
     pub light_deadline_pct: f64,
     /// Reservation period of a light thread, % of the audio period (x

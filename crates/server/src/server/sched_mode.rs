@@ -110,7 +110,7 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
             (crate::config::DeadlineChoice::CriticalPath, _) => {
                 "critical-path deadlines".to_string()
             }
-            (_, (period, deadline)) if period < 100.0 || deadline < 100.0 =>
+            (_, (period, deadline)) if deadline < 100.0 =>
                 format!("period deadlines, light threads {deadline}% of a {period}% period"),
             _ => "period deadlines".to_string(),
         },
