@@ -101,8 +101,8 @@ pub struct ServerArgs {
     /// audio period per reservation period (--period-multiplier 1).
     #[arg(long = "light-deadline", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_LIGHT_DEADLINE_PCT, value_parser = share_parser(10.0))]
     pub light_deadline_pct: f64,
-    /// Reservation period of a light thread, % of the audio period (x
-    /// --period-multiplier; 50 to 100). With a deadline shorter than the
+    /// Reservation period of a light thread, % of the audio period (50 to
+    /// 100). With a deadline shorter than the
     /// period the kernel holds a thread that wakes after its deadline until
     /// its period ends; a period shorter than the audio period has ended
     /// by the next cycle's wake-up unless the last one came more than
