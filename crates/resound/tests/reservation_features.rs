@@ -153,12 +153,11 @@ fn kernel_reservation(tid: i32) -> (u64, u64, u64) {
     }
 }
 
-/// The default light shapes: a light thread (a client busy 1 %, under a
+/// Light shapes (`--light-deadline 50`): a light thread (a client busy 1 %, under a
 /// budget of at least 5 % of the period) has, in the kernel, a period of
 /// 75 % of the audio period and a deadline of half that; a heavy one
 /// (busy 40 %) keeps the audio period with deadline = period; a buffer-size
-/// change keeps the shares. `--light-deadline 100 --light-period 100` puts
-/// every thread on the audio period.
+/// change keeps the shares. By default every thread is on the audio period.
 #[test]
 fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
     let _serial = common::one_at_a_time();
@@ -166,7 +165,16 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
         return;
     }
     let srv = Srv::start(&[
-        "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "128",
+        "--sched",
+        "deadline",
+        "--light-deadline",
+        "50",
+        "-d",
+        "dummy",
+        "-r",
+        "48000",
+        "-p",
+        "128",
     ]);
     let _light = srv.tool("light", &["load", "--busy", "1"]);
     let _heavy = srv.tool("heavy", &["load", "--busy", "40", "-c", "light:out=@:in"]);
@@ -204,18 +212,7 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
     );
     drop(srv);
     let srv = Srv::start(&[
-        "--sched",
-        "deadline",
-        "--light-deadline",
-        "100",
-        "--light-period",
-        "100",
-        "-d",
-        "dummy",
-        "-r",
-        "48000",
-        "-p",
-        "128",
+        "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "128",
     ]);
     let _light = srv.tool("light", &["load", "--busy", "1"]);
     let audio = resound_shm::time::frames_to_ns(128, 48000);
@@ -231,11 +228,11 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
         Duration::from_secs(20),
         on_the_audio_period,
     );
-    // Past the warm-up (a 100-cycle window, 0.27 s), when the default
+    // Past the warm-up (a 100-cycle window, 0.27 s), when light shapes
     // would have made it light: still the audio period.
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(100));
-        assert!(on_the_audio_period(), "light threads are off");
+        assert!(on_the_audio_period(), "light threads are off by default");
     }
 }
 

@@ -90,15 +90,17 @@ pub struct ServerArgs {
     #[arg(long = "deadlines", value_enum, default_value_t = DeadlineChoice::Period)]
     pub deadlines: DeadlineChoice,
     /// Relative deadline of a light thread's reservation, % of its period
-    /// (10 to 100; 100: no light threads, every thread on the audio period
-    /// with deadline = period). A light thread typically uses at most
+    /// (10 to 100; default 100: no light threads, every thread on the audio
+    /// period with deadline = period; 50 is what was measured). A light thread typically uses at most
     /// (100 - PCT) % of its budget (the median of its recent cycles), as a
     /// client busy 1 % of the period does under the minimum budget. It then
     /// blocks after its zero-lag time, so the kernel arms no inactive timer
     /// for it: one timer interrupt less per light thread per cycle, and the
     /// next wake-up in the chain finds its CPU free more often. Its deadline
-    /// also comes earlier in EDF order than implicit ones. Only with one
-    /// audio period per reservation period (--period-multiplier 1).
+    /// also comes earlier in EDF order than implicit ones, and after a
+    /// wake-up late in its cycle (a machine stall) the kernel may hold it
+    /// in the next cycle until its period ends: a lost cycle more. Only
+    /// with one audio period per reservation period (--period-multiplier 1).
     #[arg(long = "light-deadline", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_LIGHT_DEADLINE_PCT, value_parser = share_parser(10.0))]
     pub light_deadline_pct: f64,
     /// Reservation period of a light thread, % of the audio period (50 to
@@ -470,8 +472,8 @@ mod tests {
         let c = p("resoundd -d dummy").unwrap();
         assert_eq!(
             (c.server.light_deadline_pct, c.server.light_period_pct),
-            (50.0, 75.0),
-            "light threads: half of 75 % of the audio period by default"
+            (100.0, 75.0),
+            "no light threads by default"
         );
         let c = p("resoundd --light-deadline 100 --light-period 100 -d dummy").unwrap();
         assert_eq!(
