@@ -72,11 +72,7 @@ impl Predictor {
     ///
     /// Real-time safe.
     pub fn predict(&self) -> Option<u64> {
-        let n = self.sorted.len();
-        if n == 0 {
-            return None;
-        }
-        Some(self.sorted[nearest_rank(self.percentile, n) - 1])
+        self.quantile(self.percentile)
     }
 
     /// The window's median (nearest rank, the 50th percentile). `None` when
@@ -84,8 +80,13 @@ impl Predictor {
     ///
     /// Real-time safe.
     pub fn median(&self) -> Option<u64> {
+        self.quantile(50.0)
+    }
+
+    /// The nearest-rank `p`-th percentile of the window; `None` when empty.
+    fn quantile(&self, p: f64) -> Option<u64> {
         let n = self.sorted.len();
-        (n > 0).then(|| self.sorted[nearest_rank(50.0, n) - 1])
+        (n > 0).then(|| self.sorted[nearest_rank(p, n) - 1])
     }
 
     /// Forgets every sample (a new client joined, an xrun happened).
