@@ -19,10 +19,7 @@ fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
 
 /// The reservation period the kernel has for `tid` (ns).
 fn kernel_period(tid: i32) -> u64 {
-    match resound_sched::current(tid).expect("sched_getattr") {
-        Policy::Deadline { period_ns, .. } => period_ns,
-        p => panic!("tid {tid} is {p:?}, not under SCHED_DEADLINE"),
-    }
+    kernel_reservation(tid).2
 }
 
 fn tmpdir(tag: &str) -> PathBuf {

@@ -265,7 +265,6 @@ impl AlsaDriver {
             if avail >= period {
                 return Ok(boundary_ns(now, avail - period, self.cfg.rate));
             }
-            let t0 = clock.now_ns();
             // SAFETY: fds is a valid array of fds.len() pollfd structs.
             let r = unsafe {
                 libc::poll(
@@ -280,7 +279,7 @@ impl AlsaDriver {
             if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
                 return Err(Fault::DeviceLost);
             }
-            if clock.now_ns().saturating_sub(t0) > 4 * self.period_ns() + 100_000_000 {
+            if clock.now_ns().saturating_sub(now) > 4 * self.period_ns() + 100_000_000 {
                 return Err(Fault::Xrun);
             }
         }
