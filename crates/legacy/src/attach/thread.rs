@@ -46,8 +46,8 @@ pub struct Reserved {
     jobs_pending: u64,
     /// Reservation periods since then.
     periods_pending: u64,
-    /// Jobs per reservation period over the last T_sample window, at least
-    /// one (1 until the first window).
+    /// Jobs per reservation period over the last T_sample window in which
+    /// the thread was not late, at least one (1 until the first such window).
     jobs_per_period: f64,
     /// Budget applied (ns).
     pub budget_ns: u64,
@@ -84,6 +84,18 @@ fn controller(o: &Options, init_ns: u64) -> (Ctl, u64) {
         ControllerKind::Percentile => Ctl::Percentile(PercentileCtl::new(pc, init_ns), lfs),
     };
     (ctl, budget_ns)
+}
+
+/// Jobs per reservation period of `period_ns` after a window of `window_ns`
+/// in which the thread ended `jobs` jobs, at least one; `prev` when the
+/// window was empty or the thread `late` in it (a late thread runs its
+/// backlog job after job without blocking, so its blocking calls undercount
+/// its jobs).
+fn jobs_per_period(prev: f64, jobs: u64, window_ns: u64, period_ns: u64, late: bool) -> f64 {
+    if window_ns == 0 || late {
+        return prev;
+    }
+    (jobs as f64 * period_ns as f64 / window_ns as f64).max(1.0)
 }
 
 /// Jobs started by a thread: blocking calls ended, plus the one running now.
@@ -135,12 +147,12 @@ impl Reserved {
         }
     }
 
-    /// Once per reservation period: feeds the CPU time a period's jobs need
-    /// to the percentile controller and counts deadline misses. CPU time is
-    /// summed from one read at which the thread was blocked to the next
-    /// (then no job is half done); each period in between gets the mean CPU
-    /// time per job of that stretch times the jobs per period of the last
-    /// window (a thread with two jobs per period needs both in its budget).
+    /// Once per reservation period: feeds the CPU time per job to the
+    /// percentile controller and counts deadline misses. CPU time is summed
+    /// from one read at which the thread was blocked to the next (then no
+    /// job is half done); each period in between gets the mean CPU time per
+    /// job of that stretch, which the controller multiplies by the jobs per
+    /// period (a thread with two jobs per period needs both in its budget).
     /// Per job rather than per stretch: this loop's reads come late when
     /// real-time load delays it, and a stretch that then holds two jobs
     /// would read as a period needing twice the CPU. `false` when the
@@ -158,11 +170,10 @@ impl Reserved {
         self.periods_pending += 1;
         if c.sleeping && self.jobs_pending > 0 {
             let n = self.periods_pending;
-            let per_job = self.job_cpu_ns as f64 / self.jobs_pending as f64;
-            let need = (per_job * self.jobs_per_period) as u64;
+            let per_job = self.job_cpu_ns / self.jobs_pending;
             if let Ctl::Percentile(p, _) = &mut self.ctl {
                 for _ in 0..n.min(8) {
-                    p.on_period(need);
+                    p.on_period(per_job);
                 }
             }
             (self.job_cpu_ns, self.jobs_pending, self.periods_pending) = (0, 0, 0);
@@ -222,19 +233,21 @@ impl Reserved {
         };
         self.at_sample = c;
         self.response_ns = obs.response_ns();
-        if window_ns > 0 {
-            let periods = window_ns as f64 / period_ns as f64;
-            self.jobs_per_period = (obs.jobs as f64 / periods).max(1.0);
-        }
+        let late = match &self.ctl {
+            Ctl::Lfs(l) => l.is_late(&obs),
+            Ctl::Percentile(_, probe) => probe.is_late(&obs),
+        };
+        self.jobs_per_period =
+            jobs_per_period(self.jobs_per_period, obs.jobs, window_ns, period_ns, late);
         let decision = match &mut self.ctl {
             Ctl::Lfs(l) => {
                 let d = l.on_sample(&obs);
                 self.late = l.late_windows();
                 d
             }
-            Ctl::Percentile(p, probe) => {
-                let late = probe.is_late(&obs);
+            Ctl::Percentile(p, _) => {
                 self.late += late as u64;
+                p.set_jobs_per_period(self.jobs_per_period);
                 p.on_sample(&obs, late)
             }
         };
@@ -282,5 +295,22 @@ impl Reserved {
         let min = Reserved::policy((o.period_ns / 1000).max(1024), o);
         let _ = resound_sched::apply(self.tid, &min);
         resound_sched::apply(self.tid, &self.old)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jobs_per_period;
+
+    #[test]
+    fn jobs_per_period_counts_only_windows_in_time() {
+        let (t, w) = (40_000_000, 500_000_000);
+        // 25 jobs in 12.5 periods: two per period.
+        assert_eq!(jobs_per_period(1.0, 25, w, t, false), 2.0);
+        // Backlogged: hardly any blocking calls; the old count stands.
+        assert_eq!(jobs_per_period(2.0, 1, w, t, true), 2.0);
+        // Fewer jobs than periods still book one per period.
+        assert_eq!(jobs_per_period(2.0, 3, w, t, false), 1.0);
+        assert_eq!(jobs_per_period(1.5, 3, 0, t, false), 1.5);
     }
 }

@@ -3,9 +3,14 @@
 //! Multimedia Applications" points to: measure execution times instead of
 //! probing the scheduling error), with [`resound_sched::Predictor`].
 //!
-//! Fed with the CPU time of each reservation period, as the attach loop
-//! measures it once per period ([`PercentileCtl::on_period`]); decides every T_sample
-//! ([`PercentileCtl::on_sample`]): Q = percentile × (1 + margin), clamped.
+//! Fed with the CPU time per job, as the attach loop measures it once per
+//! period ([`PercentileCtl::on_period`]), and told how many jobs a period
+//! holds ([`PercentileCtl::set_jobs_per_period`]); decides every T_sample
+//! ([`PercentileCtl::on_sample`]): Q = percentile × jobs per period ×
+//! (1 + margin), clamped. The jobs per period multiply at decision time, not
+//! as the samples come in: when a player doubles its frame rate, the
+//! samples already in the window then count twice as soon as the new rate is
+//! known, instead of holding the budget at the old rate's until they age out.
 //! If the thread was late in the window, or more than a tenth of its jobs
 //! used the whole budget, the predictor cannot see its true demand (the
 //! budget cuts it off), so the budget grows by `alpha` instead until it is
@@ -50,6 +55,9 @@ pub struct PercentileCtl {
     cfg: PercentileConfig,
     pred: Predictor,
     applied_ns: u64,
+    /// Jobs per reservation period (≥ 1): what a job's CPU time is
+    /// multiplied by to make a period's.
+    jobs_per_period: f64,
     /// Jobs since the last decision, and how many of them used (nearly) the whole budget.
     jobs: u32,
     saturated: u32,
@@ -62,6 +70,7 @@ impl PercentileCtl {
             pred: Predictor::new(cfg.window, cfg.percentile),
             applied_ns: cfg.limits.clamp(initial_ns as f64),
             cfg,
+            jobs_per_period: 1.0,
             jobs: 0,
             saturated: 0,
         }
@@ -77,13 +86,18 @@ impl PercentileCtl {
         self.applied_ns
     }
 
-    /// The CPU time the thread used in one reservation period. Periods that
-    /// used (nearly) the whole budget are counted: more than a tenth of them
-    /// marks the budget saturated.
-    pub fn on_period(&mut self, cpu_ns: u64) {
-        self.pred.push(cpu_ns);
+    /// How many jobs a reservation period holds (clamped to at least 1).
+    pub fn set_jobs_per_period(&mut self, jobs: f64) {
+        self.jobs_per_period = if jobs.is_finite() { jobs.max(1.0) } else { 1.0 };
+    }
+
+    /// The CPU time one of the thread's jobs used, once per reservation
+    /// period. Periods whose jobs used (nearly) the whole budget are
+    /// counted: more than a tenth of them marks the budget saturated.
+    pub fn on_period(&mut self, job_cpu_ns: u64) {
+        self.pred.push(job_cpu_ns);
         self.jobs += 1;
-        if cpu_ns as f64 >= 0.97 * self.applied_ns as f64 {
+        if job_cpu_ns as f64 * self.jobs_per_period >= 0.97 * self.applied_ns as f64 {
             self.saturated += 1;
         }
     }
@@ -102,7 +116,7 @@ impl PercentileCtl {
             self.applied_ns as f64 * self.cfg.alpha
         } else {
             let p = self.pred.predict()?;
-            p as f64 * (1.0 + self.cfg.margin)
+            p as f64 * self.jobs_per_period * (1.0 + self.cfg.margin)
         };
         let q = self.cfg.limits.clamp(q);
         if self.cfg.limits.moved(self.applied_ns, q) {

@@ -152,3 +152,27 @@ fn limits_report_only_real_moves() {
     assert!("lfs".parse::<ControllerKind>().is_ok());
     assert!("pid".parse::<ControllerKind>().is_err());
 }
+
+#[test]
+fn percentile_multiplies_by_the_jobs_per_period_when_it_decides() {
+    let mut ctl = PercentileCtl::new(PercentileConfig::for_period(T), 3_000_000);
+    let obs = Observation::default();
+    for _ in 0..50 {
+        ctl.on_period(2_000_000);
+    }
+    assert_eq!(ctl.on_sample(&obs, false), Some(2_300_000));
+    // The frame rate doubles: the samples already held count twice at once.
+    ctl.set_jobs_per_period(2.0);
+    assert_eq!(ctl.on_sample(&obs, false), Some(4_600_000));
+    // Jobs that each fill the budget once doubled mark it saturated.
+    for _ in 0..10 {
+        ctl.on_period(2_300_000);
+    }
+    assert_eq!(ctl.on_sample(&obs, false), Some(5_750_000));
+    // Nonsense counts book one job per period.
+    ctl.set_jobs_per_period(f64::NAN);
+    for _ in 0..50 {
+        ctl.on_period(2_000_000);
+    }
+    assert_eq!(ctl.on_sample(&obs, false), Some(2_300_000));
+}
