@@ -4,7 +4,8 @@
 //! 2. look back at the previous cycle: a. one [`Verdict`] per active node
 //!    (`judge_prev`, a copy of its record, which the arming overwrites);
 //!    b. xrun events, profile record, DSP load (`look_back`);
-//! 3. the reservation controllers on the verdicts;
+//! 3. the reservation controllers on the verdicts (first, a light thread
+//!    that woke far later than usual leaves its light shape);
 //! 4. async mode: the previous cycle's playback goes to the driver;
 //! 5. switch to the pending graph table if any (one CAS);
 //! 6. capture into the capture ports, publish the cycle's timer fields;
@@ -75,6 +76,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     /// Steps 2b and 3: the judged cycle's consumers, then the controllers.
     /// Real-time safe.
     fn digest_prev(&mut self, view: &View, a: CycleArgs, judged: Option<u64>) {
+        let judged_start = self.prev_start.0;
         if let Some(pcycle) = judged {
             if self.look_back(view, pcycle) {
                 view.header()
@@ -83,7 +85,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             }
         }
         self.prev_start = (a.start, a.next - a.start);
-        self.run_controllers(view, judged.unwrap_or(0));
+        self.run_controllers(view, judged.unwrap_or(0), judged_start);
     }
 
     /// Hands the judged cycle's verdicts to every consumer; returns whether
@@ -180,11 +182,15 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         );
     }
 
-    /// Step 3: the controllers on the judged cycle. Real-time safe.
-    fn run_controllers(&mut self, view: &View, prev_cycle: u64) {
+    /// Step 3: the controllers on the judged cycle, which started at
+    /// `prev_start`; first, a light thread that woke far later than usual in
+    /// it leaves its light shape before this cycle wakes it. Real-time safe.
+    fn run_controllers(&mut self, view: &View, prev_cycle: u64, prev_start: u64) {
         let period = view.header().period_ns.load(Ordering::Relaxed);
         let driver_cpu = view.record(0).and_then(|r| r.cpu_of(prev_cycle));
         let (events, shared) = (&mut self.events, &self.shared);
+        self.res
+            .note_wakes(prev_start, &self.verdicts, &mut |e| events.push(e));
         self.res
             .cycle_begin(period, driver_cpu, &self.verdicts, &mut |e| events.push(e));
         shared

@@ -251,12 +251,17 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     }
 
     /// Wake-up statistics; a resync (the driver woke more than a period late)
-    /// is an xrun of the driver. Returns the cycle's profile flags. Real-time safe.
+    /// is an xrun of the driver; a light driver thread that woke far later
+    /// than usual leaves its light shape before it sleeps again. Returns the
+    /// cycle's profile flags. Real-time safe.
     fn check_wake(&mut self, cycle: u64, wake: &Wake, frames: u32, freewheel: bool) -> u32 {
         let h = self.view.header();
         if !freewheel {
             h.max_delayed_us
                 .fetch_max((wake.delay_ns / 1000) as u32, Ordering::Relaxed);
+            let events = &mut self.events;
+            self.res
+                .note_wake(0, wake.delay_ns, &mut |e| events.push(e));
         }
         if wake.skipped == 0 {
             return 0;

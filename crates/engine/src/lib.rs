@@ -23,6 +23,7 @@ pub mod reserve;
 pub mod shared;
 pub mod transport;
 pub mod verdict;
+pub mod wake_floor;
 
 pub use clock::{Clock, MonotonicClock, SimClock, SimPoint};
 pub use driver::alsa::{AlsaConfig, AlsaDriver};

@@ -18,6 +18,7 @@
 
 use crate::events::RtEvent;
 use crate::verdict::Verdict;
+use crate::wake_floor::WakeFloors;
 use resound_sched::{Controller, ControllerConfig, Ledger, Policy, Reservation};
 use resound_shm::sync::Ordering;
 use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64};
@@ -134,6 +135,9 @@ pub struct Reservations {
     apply: Applier,
     /// Where [`Command::External`] is answered (None: such requests are ignored).
     external: Option<Arc<crate::ExternalReply>>,
+    /// How early in its cycle each slot's thread wakes at best (light
+    /// threads leave their shape after a wake-up far later than that).
+    wake_floors: WakeFloors,
 }
 
 /// Sets policy `p` on thread `tid` (0: the calling thread) without
@@ -175,6 +179,7 @@ impl Reservations {
             freewheeling: false,
             apply: apply_rt,
             external: None,
+            wake_floors: WakeFloors::new(slots),
         }
     }
 
@@ -340,6 +345,7 @@ impl Reservations {
         }
         let old = self.ledger.get(tid).unwrap_or(0.0);
         if let Err(e) = self.ledger.reserve(tid, r.bandwidth()) {
+            self.keep_applied(slot);
             emit(RtEvent::Refused {
                 slot,
                 asked_ppm: ppm(e.asked),
@@ -358,12 +364,64 @@ impl Reservations {
             }
             Err(errno) => {
                 let _ = self.ledger.reserve(tid, old);
+                self.keep_applied(slot);
                 emit(RtEvent::Refused {
                     slot,
                     asked_ppm: ppm(r.bandwidth()),
                     free_ppm: ppm(self.ledger.free()),
                     errno,
                 });
+            }
+        }
+    }
+
+    /// A refused update: the slot's controller goes back to what the kernel
+    /// has, the reservation last published. Real-time safe.
+    fn keep_applied(&mut self, slot: u32) {
+        let s = &self.stats[slot as usize];
+        self.controllers[slot as usize].refused(Reservation {
+            runtime_ns: s.budget_ns.load(Ordering::Relaxed),
+            deadline_ns: s.deadline_ns.load(Ordering::Relaxed),
+            period_ns: s.period_ns.load(Ordering::Relaxed),
+        });
+    }
+
+    /// Driver thread, before the controllers: the graph's threads woke in
+    /// the judged cycle, which started at `start_ns`, as its verdicts say
+    /// (see [`Self::note_wake`]). Real-time safe.
+    pub fn note_wakes(
+        &mut self,
+        start_ns: u64,
+        verdicts: &[Verdict],
+        emit: &mut impl FnMut(RtEvent),
+    ) {
+        for v in verdicts.iter().filter(|v| v.awake) {
+            self.note_wake(v.slot, v.awake_ns.saturating_sub(start_ns), emit);
+        }
+    }
+
+    /// Slot `slot`'s thread woke `offset_ns` after its cycle's start. A
+    /// wake-up so much later than its earliest that, on the light shape, the
+    /// kernel could hold the next one puts the thread on the full period,
+    /// before the next cycle is triggered (the driver's own, before it
+    /// sleeps again), and keeps it there for a window
+    /// ([`Controller::leave_light`]). The margin is 7/8 of the light slack:
+    /// the next wake-up is held only if it comes that slack earlier in its
+    /// cycle than this one, hardly earlier than the floor; the eighth is room
+    /// for a floor that crept up. Real-time safe.
+    pub fn note_wake(&mut self, slot: u32, offset_ns: u64, emit: &mut impl FnMut(RtEvent)) {
+        let Mode::Deadline { cfg, .. } = self.mode else {
+            return;
+        };
+        if !cfg.light_shape() || self.tids.get(slot as usize).copied().unwrap_or(0) == 0 {
+            return;
+        }
+        let c = self.controllers[slot as usize].config();
+        let slack = c.light_slack_ns();
+        let (period, margin) = (c.reservation_period_ns(), slack - slack / 8);
+        if self.wake_floors.note(slot, offset_ns, period, margin) {
+            if let Some(r) = self.controllers[slot as usize].leave_light() {
+                self.update(slot, r, emit);
             }
         }
     }
@@ -509,6 +567,7 @@ impl Reservations {
     /// thread can leak admission bandwidth), or exits. Real-time safe.
     fn detach(&mut self, slot: u32) {
         self.pending.retain(|&(s, _)| s != slot);
+        self.wake_floors.forget(slot);
         let tid = std::mem::replace(&mut self.tids[slot as usize], 0);
         if tid != 0 {
             self.ledger.release(tid);

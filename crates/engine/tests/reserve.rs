@@ -131,3 +131,65 @@ fn a_refusing_kernel_leaves_the_client_on_the_fallback() {
         RtEvent::Refused { slot, errno, .. } if *slot == a && *errno == libc::EPERM
     )));
 }
+
+/// Period of each slot's reservation as published.
+fn period(rig: &Rig, slot: u32) -> u64 {
+    rig.shared.res[slot as usize]
+        .period_ns
+        .load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_light_client_woken_late_goes_to_the_full_period_before_its_next_wake_up() {
+    let light = ControllerConfig {
+        audio_period_ns: PERIOD_NS,
+        light_deadline_pct: resound_sched::controller::MEASURED_LIGHT_DEADLINE_PCT,
+        ..Default::default()
+    };
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b"],
+        mode: Mode::Deadline {
+            cfg: light,
+            fallback_priority: 10,
+        },
+        ..Default::default()
+    });
+    let (a, b) = (rig.slot("a"), rig.slot("b"));
+    for (slot, tid) in [(a, 1001), (b, 1002)] {
+        rig.commands.push(Command::Attach { slot, tid }).unwrap();
+    }
+    // 1 µs a cycle: light once the window is full.
+    rig.run(250);
+    let light_period = light.light_period_ns();
+    assert_eq!(
+        (period(&rig, a), period(&rig, b)),
+        (light_period, light_period)
+    );
+    // "a" runs 40 % of the period once: "b" wakes that much later than
+    // ever, past 7/8 of the 25 % slack. Before the next cycle wakes it, "b"
+    // is on the full period; "a", which woke on time, stays light.
+    rig.play("a", Play::Busy(PERIOD_NS * 4 / 10));
+    rig.run(1);
+    rig.play("a", Play::OnTime);
+    rig.run(1);
+    assert_eq!(period(&rig, b), PERIOD_NS, "b left the light shape");
+    assert_eq!(period(&rig, a), light_period, "a stays light");
+    assert_eq!(rig.xruns(), 0);
+    // For a pause; then back, through the bridge.
+    let pause = light.window;
+    rig.run(pause - 4);
+    assert_eq!(period(&rig, b), PERIOD_NS);
+    rig.run(6);
+    assert_eq!(period(&rig, b), light_period);
+    // A delay within 7/8 of the slack changes nothing.
+    let updates = rig.shared.res[b as usize].updates.load(Ordering::Relaxed);
+    rig.play("a", Play::Busy(PERIOD_NS / 10));
+    rig.run(1);
+    rig.play("a", Play::OnTime);
+    rig.run(3);
+    assert_eq!(period(&rig, b), light_period);
+    assert_eq!(
+        rig.shared.res[b as usize].updates.load(Ordering::Relaxed),
+        updates
+    );
+}

@@ -45,6 +45,25 @@
 //! period until it is full again. [`set_deadline`](Controller::set_deadline)
 //! (critical-path mode) and fixed mode keep every thread on the full period.
 //!
+//! **Entering and leaving the light shape.** The kernel holds a thread with
+//! a deadline short of its period that wakes after its deadline but before
+//! its next period starts, until that period starts; "next period" is its
+//! current absolute deadline − relative deadline + period, the last two
+//! taken from the parameters set *now*. A thread last replenished on the
+//! full period (absolute deadline = its wake-up + P) and then given the
+//! light shape would be held at its next wake-up whenever that came even a
+//! little later than P after the last one: for about 3/8 of a period, one
+//! time in two (measured). So a thread enters the light shape through one
+//! cycle on a *bridge*: deadline = period = light deadline + half the
+//! audio period's slack over the light period ([`ControllerConfig::light_bridge_ns`],
+//! half the audio period at the measured 75 %/50 %). Deadline = period is
+//! never held, and a wake-up one period after a bridge replenishment is
+//! held only if it comes more than that half slack early. Leaving is
+//! always safe (deadline = period). [`leave_light`](Controller::leave_light)
+//! takes a thread off the light shape for a window after a wake-up so late
+//! in its cycle that the next one could be held (a stalled machine, a late
+//! upstream client).
+//!
 //! **Kernel behaviour to keep in mind**: a budget raised while the thread is
 //! throttled takes effect only at its old replenishment time (the kernel
 //! keeps the old deadline), and an overrun is caught at the next scheduler
@@ -213,6 +232,21 @@ impl ControllerConfig {
     pub fn light_deadline_ns(&self) -> u64 {
         pct_of(self.light_period_ns(), self.light_deadline_pct.min(100.0))
     }
+
+    /// How much earlier in its cycle than in the one before a light thread
+    /// may wake without the kernel holding it (ns): the reservation period
+    /// minus the light period. Real-time safe.
+    pub fn light_slack_ns(&self) -> u64 {
+        self.reservation_period_ns()
+            .saturating_sub(self.light_period_ns())
+    }
+
+    /// The period and deadline (ns) of the one-cycle bridge into the light
+    /// shape (see the module docs): the light deadline plus half the light
+    /// slack. Real-time safe.
+    pub fn light_bridge_ns(&self) -> u64 {
+        self.light_deadline_ns() + self.light_slack_ns() / 2
+    }
 }
 
 /// SCHED_DEADLINE parameters (ns): `runtime <= deadline <= period`.
@@ -266,6 +300,9 @@ pub struct Controller {
     /// Whether the deadline was set by [`Controller::set_deadline`]
     /// (critical-path mode) rather than by the configured rule.
     deadline_set: bool,
+    /// Cycles left in which the thread may not take the light shape, after
+    /// [`Controller::leave_light`].
+    light_pause: u32,
 }
 
 /// A feedback cut of the budget is applied only past this many times the
@@ -299,6 +336,7 @@ impl Controller {
             wanted_ns: 0,
             predicted_ns: 0,
             deadline_set: false,
+            light_pause: 0,
         };
         c.reset();
         c
@@ -313,6 +351,7 @@ impl Controller {
         self.predictor.flush();
         self.predicted_ns = 0;
         self.deadline_set = false;
+        self.light_pause = 0;
         let period = self.cfg.reservation_period_ns();
         self.res = Reservation {
             runtime_ns: 0,
@@ -328,18 +367,22 @@ impl Controller {
     }
 
     /// The reservation for budget `raw` (ns per reservation period, before
-    /// the min/max clamp), the clamped budget, and whether it is the light
-    /// shape: light period and deadline when the thread is light (see
-    /// [`ControllerConfig::light_deadline_pct`]), else the full period and
-    /// deadline = period (or the one [`Self::set_deadline`] set). The
-    /// runtime is at most the deadline.
+    /// the min/max clamp) and the clamped budget: when the thread is light
+    /// (see [`ControllerConfig::light_deadline_pct`]), the light period and
+    /// deadline, reached through one cycle on the bridge (see the module
+    /// docs); else the full period and deadline = period (or the one
+    /// [`Self::set_deadline`] set). The runtime is at most the deadline.
     fn shape(&self, raw: u64) -> (Reservation, u64) {
         let full = self.cfg.reservation_period_ns();
         let (lo, hi) = limits_of(full, &self.cfg);
         let wanted = raw.clamp(lo, hi);
         if self.is_light(wanted) {
-            let period = self.cfg.light_period_ns();
-            let deadline = self.cfg.light_deadline_ns();
+            let (period, deadline) = if self.has_light_shape() || self.on_bridge() {
+                (self.cfg.light_period_ns(), self.cfg.light_deadline_ns())
+            } else {
+                let bridge = self.cfg.light_bridge_ns();
+                (bridge, bridge)
+            };
             let res = Reservation {
                 runtime_ns: wanted.min(deadline),
                 deadline_ns: deadline,
@@ -366,6 +409,17 @@ impl Controller {
         !self.deadline_set && self.res.deadline_ns < self.res.period_ns
     }
 
+    /// Whether the reservation as set is the bridge into the light shape:
+    /// deadline = period = the bridge's, short of the full period.
+    fn on_bridge(&self) -> bool {
+        let bridge = self.cfg.light_bridge_ns();
+        self.cfg.light_shape()
+            && !self.deadline_set
+            && self.res.period_ns == bridge
+            && self.res.deadline_ns == bridge
+            && bridge < self.cfg.reservation_period_ns()
+    }
+
     /// Whether a thread with budget `wanted` is light: light shapes on, no
     /// explicit deadline, feedback mode, one audio period per reservation
     /// period, a full window whose median is at most (100 − light deadline)
@@ -377,6 +431,7 @@ impl Controller {
     /// end.
     fn is_light(&self, wanted: u64) -> bool {
         if !self.cfg.light_shape()
+            || self.light_pause > 0
             || self.deadline_set
             || self.cfg.fixed_pct.is_some()
             || self.cfg.effective_multiplier() != 1
@@ -489,6 +544,7 @@ impl Controller {
             return None;
         }
         let was_warming = !self.predictor.is_full();
+        self.light_pause = self.light_pause.saturating_sub(1);
         self.predictor.push(used_ns);
         let per_cycle = self.predictor.predict().unwrap_or(used_ns);
         self.predicted_ns = per_cycle.saturating_mul(self.cfg.effective_multiplier() as u64);
@@ -536,6 +592,41 @@ impl Controller {
     /// Real-time safe.
     pub fn on_xrun(&mut self) -> Option<Reservation> {
         self.bump()
+    }
+
+    /// The thread woke so late in its cycle that, on the light shape, the
+    /// kernel could hold its next wake-up (see the module docs): it goes
+    /// to the full period (returned when that changes the reservation; on
+    /// the bridge too, whose replenishment would now be as late) and may
+    /// not become light again for a window of cycles (each late wake-up
+    /// meanwhile starts the count again). One cycle would do for the
+    /// kernel (the wake-up after the late one is checked against the full
+    /// period, the next one against the bridge); the window makes a burst
+    /// of late wake-ups one exit and one return, and measured better than
+    /// 16 cycles (see docs/architecture.md, "Light threads"). `None`
+    /// without light shapes.
+    ///
+    /// Real-time safe.
+    pub fn leave_light(&mut self) -> Option<Reservation> {
+        if !self.cfg.light_shape() {
+            return None;
+        }
+        self.light_pause = self.cfg.window.max(1) as u32;
+        if !self.has_light_shape() && !self.on_bridge() {
+            return None;
+        }
+        let shaped = self.shape(self.wanted_ns);
+        self.take(shaped);
+        Some(self.res)
+    }
+
+    /// The kernel refused `tried`: the reservation stays `kept`, what was
+    /// set before, so that the next decision starts from what the kernel
+    /// really has (a refused bridge must not be followed by the light shape).
+    ///
+    /// Real-time safe.
+    pub fn refused(&mut self, kept: Reservation) {
+        self.res = kept;
     }
 
     /// The audio period changed (buffer-size change), also in fixed mode.

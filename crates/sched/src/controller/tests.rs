@@ -301,6 +301,81 @@ fn a_light_thread_gets_the_light_period_and_deadline() {
     );
 }
 
+/// The one-cycle bridge into [`LIGHT`]: deadline = period = the light
+/// deadline + half of P − the light period.
+const BRIDGE: Reservation = Reservation {
+    runtime_ns: 133_333,
+    deadline_ns: 1_333_333,
+    period_ns: 1_333_333,
+};
+
+#[test]
+fn a_thread_enters_the_light_shape_through_one_cycle_on_the_bridge() {
+    let mut c = Controller::new(light());
+    let changes = run(&mut c, 30_000, 200);
+    let shapes: Vec<Reservation> = changes.iter().map(|x| x.1).collect();
+    let bridge = shapes.iter().position(|r| *r == BRIDGE).expect("bridged");
+    assert_eq!(shapes.get(bridge + 1), Some(&LIGHT), "{changes:?}");
+    assert_eq!(
+        changes[bridge + 1].0,
+        changes[bridge].0 + 1,
+        "light at the very next cycle"
+    );
+    assert!(
+        shapes[..bridge].iter().all(|r| r.period_ns == P),
+        "full period before: {changes:?}"
+    );
+    assert_eq!(c.config().light_bridge_ns(), 1_333_333);
+    assert_eq!(c.config().light_slack_ns(), 666_667);
+}
+
+#[test]
+fn a_late_wake_up_takes_a_light_thread_off_its_shape_for_a_window() {
+    let mut c = converged_with(light(), 30_000);
+    assert_eq!(c.reservation(), LIGHT);
+    let full = Reservation {
+        deadline_ns: P,
+        period_ns: P,
+        ..LIGHT
+    };
+    assert_eq!(c.leave_light(), Some(full));
+    assert_eq!(c.leave_light(), None, "already on the full period");
+    // A pause on the full period, then back through the bridge.
+    let changes = run(&mut c, 30_000, 200);
+    assert_eq!(
+        changes.iter().map(|x| x.1).collect::<Vec<_>>(),
+        vec![BRIDGE, LIGHT]
+    );
+    assert_eq!(changes[0].0, c.config().window - 1, "{changes:?}");
+    // Off while on the bridge, too: its replenishment came late as well.
+    let mut c = Controller::new(light());
+    while c.reservation() != BRIDGE {
+        c.cycle_begin(30_000);
+    }
+    assert_eq!(c.leave_light(), Some(full));
+    // Without light shapes nothing moves.
+    let mut c = converged_with(implicit(), 30_000);
+    assert_eq!(c.leave_light(), None);
+    assert!(run(&mut c, 30_000, 10).is_empty());
+}
+
+#[test]
+fn a_refused_bridge_is_bridged_again_not_skipped() {
+    let mut c = Controller::new(light());
+    while c.reservation() != BRIDGE {
+        c.cycle_begin(30_000);
+    }
+    let kept = Reservation {
+        deadline_ns: P,
+        period_ns: P,
+        ..LIGHT
+    };
+    c.refused(kept);
+    assert_eq!(c.reservation(), kept);
+    assert_eq!(c.cycle_begin(30_000), Some(BRIDGE));
+    assert_eq!(c.cycle_begin(30_000), Some(LIGHT));
+}
+
 #[test]
 fn a_thread_above_the_minimum_keeps_the_full_period() {
     let mut c = converged_with(light(), 300_000);
