@@ -97,10 +97,13 @@ pub struct ServerArgs {
     /// blocks after its zero-lag time, so the kernel arms no inactive timer
     /// for it: one timer interrupt less per light thread per cycle, and the
     /// next wake-up in the chain finds its CPU free more often. Its deadline
-    /// also comes earlier in EDF order than implicit ones, and after a
-    /// wake-up late in its cycle (a machine stall) the kernel may hold it
-    /// in the next cycle until its period ends: a lost cycle more. Only
-    /// with one audio period per reservation period (--period-multiplier 1).
+    /// also comes earlier in EDF order than implicit ones. It enters that
+    /// shape through one cycle with deadline = period, and after a wake-up
+    /// far later in its cycle than usual (a machine stall) it goes back to
+    /// the audio period for 100 cycles: the kernel holds a thread woken
+    /// after a deadline shorter than its period until that period ends, and
+    /// neither step leaves it a chance to. Only with one audio period per
+    /// reservation period (--period-multiplier 1).
     #[arg(long = "light-deadline", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_LIGHT_DEADLINE_PCT, value_parser = share_parser(10.0))]
     pub light_deadline_pct: f64,
     /// Reservation period of a light thread, % of the audio period (50 to
