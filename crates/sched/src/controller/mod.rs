@@ -620,9 +620,10 @@ impl Controller {
         Some(self.res)
     }
 
-    /// The kernel refused `tried`: the reservation stays `kept`, what was
-    /// set before, so that the next decision starts from what the kernel
-    /// really has (a refused bridge must not be followed by the light shape).
+    /// The ledger or the kernel refused the reservation last returned: it
+    /// is `kept`, what was set before, again, so that the next decision
+    /// starts from what the kernel really has (a refused bridge must not be
+    /// followed by the light shape).
     ///
     /// Real-time safe.
     pub fn refused(&mut self, kept: Reservation) {
