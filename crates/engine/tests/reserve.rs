@@ -9,13 +9,18 @@ use resound_sched::ControllerConfig;
 use resound_shm::sync::Ordering;
 
 fn deadline_rig() -> Rig {
+    deadline_rig_with(ControllerConfig {
+        audio_period_ns: PERIOD_NS,
+        ..Default::default()
+    })
+}
+
+/// Chain "a" -> "b" under reservations with `cfg`, both threads attached.
+fn deadline_rig_with(cfg: ControllerConfig) -> Rig {
     let mut rig = Rig::new(Setup {
         chain: vec!["a", "b"],
         mode: Mode::Deadline {
-            cfg: ControllerConfig {
-                audio_period_ns: PERIOD_NS,
-                ..Default::default()
-            },
+            cfg,
             fallback_priority: 10,
         },
         ..Default::default()
@@ -146,18 +151,8 @@ fn a_light_client_woken_late_goes_to_the_full_period_before_its_next_wake_up() {
         light_deadline_pct: resound_sched::controller::MEASURED_LIGHT_DEADLINE_PCT,
         ..Default::default()
     };
-    let mut rig = Rig::new(Setup {
-        chain: vec!["a", "b"],
-        mode: Mode::Deadline {
-            cfg: light,
-            fallback_priority: 10,
-        },
-        ..Default::default()
-    });
+    let mut rig = deadline_rig_with(light);
     let (a, b) = (rig.slot("a"), rig.slot("b"));
-    for (slot, tid) in [(a, 1001), (b, 1002)] {
-        rig.commands.push(Command::Attach { slot, tid }).unwrap();
-    }
     // 1 µs a cycle: light once the window is full.
     rig.run(250);
     let light_period = light.light_period_ns();

@@ -53,7 +53,7 @@ fn chain_of_five(sync: bool, server_options: &[&str]) -> BTreeSet<String> {
     for (s, d) in &wiring {
         ctl.connect_ports(s, d).unwrap();
     }
-    let audio_period = PERIOD as u64 * 1_000_000_000 / 48_000;
+    let audio_period = resound_shm::time::frames_to_ns(PERIOD as u64, 48_000);
     let mut light = BTreeSet::new();
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(100));

@@ -207,18 +207,11 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
         if frames != 128 {
             ctl.set_buffer_size(frames as u32).unwrap();
         }
-        let t0 = std::time::Instant::now();
-        loop {
-            let (ok, seen) = shapes(frames);
-            if ok {
-                break;
-            }
-            assert!(
-                t0.elapsed() < Duration::from_secs(20),
-                "timed out waiting for the light and full shapes in the kernel at {frames} frames; last seen: {seen}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_seen(
+            &format!("the light and full shapes in the kernel at {frames} frames"),
+            Duration::from_secs(20),
+            || shapes(frames),
+        );
     }
     drop(srv);
     let srv = Srv::start(&[

@@ -189,9 +189,24 @@ impl Tool {
 
 /// Waits until `f` holds, polling.
 pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    wait_for_seen(what, timeout, || (f(), String::new()));
+}
+
+/// Waits until `f` holds, polling; `f` also says what it saw, which the
+/// timeout's message repeats (the last time).
+pub fn wait_for_seen(what: &str, timeout: Duration, mut f: impl FnMut() -> (bool, String)) {
     let t0 = Instant::now();
-    while !f() {
-        assert!(t0.elapsed() < timeout, "timed out waiting for {what}");
+    loop {
+        let (done, seen) = f();
+        if done {
+            return;
+        }
+        let seen = if seen.is_empty() {
+            seen
+        } else {
+            format!("; last seen: {seen}")
+        };
+        assert!(t0.elapsed() < timeout, "timed out waiting for {what}{seen}");
         std::thread::sleep(Duration::from_millis(20));
     }
 }
