@@ -150,12 +150,12 @@ fn kernel_reservation(tid: i32) -> (u64, u64, u64) {
     }
 }
 
-/// Light shapes (`--light-deadline 50`): a light thread (a client busy 1 %, under a
+/// Light shapes, on by default: a light thread (a client busy 1 %, under a
 /// budget of at least 5 % of the period) has, in the kernel, a period of
 /// 75 % of the audio period and a deadline of half that; a heavy one
 /// (busy 40 % of the first period) keeps the audio period with deadline =
-/// period and a budget above its work; after a buffer-size change too. By
-/// default every thread is on the audio period.
+/// period and a budget above its work; after a buffer-size change too.
+/// With `--light-deadline 100` every thread is on the audio period.
 #[test]
 fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
     let _serial = common::one_at_a_time();
@@ -163,16 +163,7 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
         return;
     }
     let srv = Srv::start(&[
-        "--sched",
-        "deadline",
-        "--light-deadline",
-        "50",
-        "-d",
-        "dummy",
-        "-r",
-        "48000",
-        "-p",
-        "128",
+        "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "128",
     ]);
     let _light = srv.tool("light", &["load", "--busy", "1"]);
     let _heavy = srv.tool("heavy", &["load", "--busy", "40", "-c", "light:out=@:in"]);
@@ -213,14 +204,25 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
             || shapes(frames),
         );
     }
+    drop(ctl);
     drop(srv);
     let srv = Srv::start(&[
-        "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "128",
+        "--sched",
+        "deadline",
+        "--light-deadline",
+        "100",
+        "-d",
+        "dummy",
+        "-r",
+        "48000",
+        "-p",
+        "128",
     ]);
     let _light = srv.tool("light", &["load", "--busy", "1"]);
     let audio = resound_shm::time::frames_to_ns(128, 48000);
+    let ctl = srv.ctl();
     let on_the_audio_period = || {
-        let st = srv.status();
+        let st = ctl.status().expect("status");
         res(&st, "light").is_some_and(|r| {
             let (_, d, p) = kernel_reservation(r.tid);
             (d, p) == (audio, audio)
@@ -235,7 +237,10 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
     // would have made it light: still the audio period.
     for _ in 0..20 {
         std::thread::sleep(Duration::from_millis(100));
-        assert!(on_the_audio_period(), "light threads are off by default");
+        assert!(
+            on_the_audio_period(),
+            "--light-deadline 100: no light threads"
+        );
     }
 }
 

@@ -38,7 +38,7 @@
 //! typical (median) CPU time is at most half their budget, as that of a
 //! client busy 1 % of the period under the minimum budget: they get
 //! `light_period_pct` of that period and a deadline of `light_deadline_pct`
-//! of their own period (off by default; measured at 75 % and 50 %), same budget, so that
+//! of their own period (defaults 75 % and 50 %), same budget, so that
 //! blocking well inside the budget does not arm the kernel's inactive timer
 //! (see [`ControllerConfig::light_deadline_pct`]). The shape is chosen once
 //! the window is full; a flush (a bump) returns the thread to the full
@@ -86,15 +86,12 @@ pub const INITIAL_PCT: f64 = 10.0;
 pub const DEFAULT_LIGHT_PERIOD_PCT: f64 = 75.0;
 
 /// Default light-thread relative deadline, % of its reservation period
-/// (see [`ControllerConfig::light_deadline_pct`]): 100, no light threads.
-/// A light deadline is a thread's earlier deadline after a late wake-up,
-/// and the kernel holds a thread that wakes after it until its period ends
-/// (see docs/architecture.md, "Light threads"), so it is asked for, with
-/// [`MEASURED_LIGHT_DEADLINE_PCT`].
-pub const DEFAULT_LIGHT_DEADLINE_PCT: f64 = 100.0;
-
-/// The light deadline the side-by-side measurements used (50 %).
-pub const MEASURED_LIGHT_DEADLINE_PCT: f64 = 50.0;
+/// (see [`ControllerConfig::light_deadline_pct`]): 50. A thread enters the
+/// light shape through a bridge and leaves it after a late wake-up, so the
+/// kernel's hold of a constrained-deadline thread that wakes after its
+/// deadline does not cost it a cycle (see docs/architecture.md, "Light
+/// threads"); 100 turns light threads off.
+pub const DEFAULT_LIGHT_DEADLINE_PCT: f64 = 50.0;
 
 /// Controller settings (the server's `--sched deadline` options).
 #[derive(Debug, Clone, Copy, PartialEq)]

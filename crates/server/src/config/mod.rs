@@ -90,8 +90,8 @@ pub struct ServerArgs {
     #[arg(long = "deadlines", value_enum, default_value_t = DeadlineChoice::Period)]
     pub deadlines: DeadlineChoice,
     /// Relative deadline of a light thread's reservation, % of its period
-    /// (10 to 100; default 100: no light threads, every thread on the audio
-    /// period with deadline = period; 50 is what was measured). A light thread typically uses at most
+    /// (10 to 100; default 50; 100: no light threads, every thread on the
+    /// audio period with deadline = period). A light thread typically uses at most
     /// (100 - PCT) % of its budget (the median of its recent cycles), as a
     /// client busy 1 % of the period does under the minimum budget. It then
     /// blocks after its zero-lag time, so the kernel arms no inactive timer
@@ -475,8 +475,8 @@ mod tests {
         let c = p("resoundd -d dummy").unwrap();
         assert_eq!(
             (c.server.light_deadline_pct, c.server.light_period_pct),
-            (100.0, 75.0),
-            "no light threads by default"
+            (50.0, 75.0),
+            "light threads: half of 75 % of the audio period by default"
         );
         let c = p("resoundd --light-deadline 100 --light-period 100 -d dummy").unwrap();
         assert_eq!(

@@ -285,6 +285,11 @@ impl Plan {
                 if let Some(m) = self.multiplier_arg() {
                     v.extend(["--period-multiplier".into(), m]);
                 }
+                if !self.resound_args.iter().any(|a| a.starts_with("--light-")) {
+                    // The papers' controller: every thread on the audio
+                    // period with deadline = period.
+                    v.extend(["--light-deadline".into(), "100".into()]);
+                }
             }
         }
         v.extend(self.resound_args.iter().cloned());
@@ -304,5 +309,43 @@ impl Plan {
             _ => v.push("-r".into()),
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::scenario::catalog::load;
+
+    /// `--light-deadline VALUE` in a resoundd argument list, if any.
+    fn light_deadline(args: &[String]) -> Option<&str> {
+        let at = args.iter().position(|a| a == "--light-deadline")?;
+        args.get(at + 1).map(String::as_str)
+    }
+
+    #[test]
+    fn reservations_run_the_papers_controller_unless_a_scenario_asks_for_light_threads() {
+        let (sc, _) = load("staircase").expect("shipped");
+        let deadline = plans(&sc, true)
+            .into_iter()
+            .find(|p| p.policy == AudioPolicy::Deadline && p.server == ServerKind::Resound)
+            .expect("a reservation run");
+        assert_eq!(
+            light_deadline(&deadline.resound_server_args()),
+            Some("100"),
+            "deadline = period for every thread, as in the papers"
+        );
+        let asked = Plan {
+            resound_args: vec!["--light-deadline".into(), "50".into()],
+            ..deadline.clone()
+        };
+        let args = asked.resound_server_args();
+        assert_eq!(light_deadline(&args), Some("50"));
+        assert_eq!(args.iter().filter(|a| *a == "--light-deadline").count(), 1);
+        let fifo = Plan {
+            policy: AudioPolicy::Fifo,
+            ..deadline
+        };
+        assert_eq!(light_deadline(&fifo.resound_server_args()), None);
     }
 }
