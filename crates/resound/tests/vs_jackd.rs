@@ -1,7 +1,7 @@
 //! `resound bench jackd` end to end with tiny settings: two C load clients
 //! (compiled here against the distribution's JACK headers) for two seconds,
 //! one run on each server (Debian's jackd2, resound with SCHED_FIFO, resound
-//! with reservations). Checks that the table and the files exist and that
+//! with reservations, and a variant of resound with another option). Checks that the table and the files exist and that
 //! every server's numbers are plausible, not how fast anything is.
 //! Skips (`SKIP: reason`) without jackd2, the JACK headers, a C compiler or
 //! real-time permission; under `RESOUND_REQUIRE_TEST_TOOLS=1` a missing tool
@@ -50,6 +50,7 @@ fn bench_jackd_tiny() {
         .args(["--warmup", "1", "--clients", "2", "--load", "1"])
         .args(["--server-arg=--early-wake=0", "--out"])
         .arg(&dir.0)
+        .args(["--variant", "nolight=--light-deadline 100"])
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -59,6 +60,8 @@ fn bench_jackd_tiny() {
         "jackd2",
         "resound-fifo",
         "resound-deadline",
+        "resound-nolight",
+        "resound-nolight: resoundd --light-deadline 100",
         "end of chain p50",
         "driver thread CPU/cycle",
     ] {
@@ -75,8 +78,12 @@ fn bench_jackd_tiny() {
         json["settings"]["server_args"][0], "--early-wake=0",
         "{json}"
     );
+    assert_eq!(
+        json["settings"]["servers"][3]["resoundd_options"][1], "100",
+        "{json}"
+    );
     let runs = json["runs"].as_array().unwrap();
-    assert_eq!(runs.len(), 3, "{json}");
+    assert_eq!(runs.len(), 4, "{json}");
     // 2 s at 48 kHz / 128 frames is 750 cycles; the machine may stall some.
     for r in runs {
         let m = &r["metrics"];
@@ -123,7 +130,7 @@ fn bench_jackd_tiny() {
         assert!(driver.contains(how), "{r}");
     }
     let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 4, "{csv}");
+    assert_eq!(csv.lines().count(), 5, "{csv}");
     // And resoundd gets it: one it does not know fails the run, with its message.
     let out = Command::new(RESOUND)
         .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
@@ -138,5 +145,24 @@ fn bench_jackd_tiny() {
     assert!(
         stderr.contains("unexpected argument '--no-such-option'"),
         "{stderr}"
+    );
+    // A variant's options reach its resoundd, and only its run fails.
+    let out = Command::new(RESOUND)
+        .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
+        .args(["--seconds", "0.5", "--warmup", "0"])
+        .args(["--clients", "2", "--load", "1"])
+        .args(["--variant", "bad=--no-such-variant-option", "--out"])
+        .arg(dir.join("bad-variant"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("run 1 resound-bad failed")
+            && stdout.contains("unexpected argument '--no-such-variant-option'"),
+        "{stdout}"
     );
 }

@@ -8,6 +8,7 @@
 
 use super::records::{read_client_csv, ClientRecords};
 use super::schedstat::{driver_thread, thread_cpu_ns, DriverThread};
+use super::servers::{Base, Contender};
 use crate::experiment::run::jackd_cycles::{driver_cycles, DriverCycle, DriverTrace};
 use crate::harness::{
     dummy_driver_args, Bins, Child, ChildOptions, Jackd, Server, ServerSpec, StderrMode,
@@ -24,48 +25,11 @@ const LOADCLIENT_C: &str = include_str!("../../c/loadclient.c");
 /// on both).
 const PRIORITY: &str = "10";
 
-/// Which server a run uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Debian's jackd2 with the distribution's libjack.
-    Jackd,
-    /// resoundd `--sched fifo` with resound's libjack.so.0.
-    Fifo,
-    /// resoundd `--sched deadline` (reservations, reclaiming; the default).
-    Deadline,
-}
-
-impl Kind {
-    /// Every kind, in the order runs alternate.
-    pub const ALL: [Kind; 3] = [Kind::Jackd, Kind::Fifo, Kind::Deadline];
-
-    /// Its label in tables and files.
-    pub fn label(self) -> &'static str {
-        match self {
-            Kind::Jackd => "jackd2",
-            Kind::Fifo => "resound-fifo",
-            Kind::Deadline => "resound-deadline",
-        }
-    }
-
-    /// Parses a label or its short form (`jackd`, `fifo`, `deadline`).
-    pub fn parse(s: &str) -> Result<Kind, String> {
-        match s {
-            "jackd" | "jackd2" => Ok(Kind::Jackd),
-            "fifo" | "resound-fifo" => Ok(Kind::Fifo),
-            "deadline" | "resound-deadline" => Ok(Kind::Deadline),
-            _ => Err(format!(
-                "unknown server {s:?} (expected jackd, fifo or deadline)"
-            )),
-        }
-    }
-}
-
 /// What one run does.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
     /// The server.
-    pub kind: Kind,
+    pub server: Contender,
     /// Clients in the chain.
     pub clients: usize,
     /// Busy share of the period per client (percent).
@@ -179,33 +143,33 @@ pub fn compile_loadclient(dir: &Path) -> Result<PathBuf, String> {
     Ok(exe)
 }
 
-/// Starts the server of `spec.kind` under a unique name (a resound one with
-/// `spec.server_args`).
+/// Starts `spec.server` under a unique name (a resound one with
+/// `spec.server_args`, then a variant's options).
 fn start_server(spec: &RunSpec, bins: &Bins) -> Result<Running, String> {
-    let (kind, driver) = (spec.kind, dummy_driver_args(spec.rate, spec.frames));
-    match kind {
-        Kind::Jackd => {
+    let driver = dummy_driver_args(spec.rate, spec.frames);
+    let sched = match spec.server.base {
+        Base::Jackd => {
             let mut args = vec!["-R", "-P", PRIORITY];
             args.extend(driver.iter().map(String::as_str));
-            Ok(Running::Jackd(Jackd::start("vsj", &args)?))
+            return Ok(Running::Jackd(Jackd::start("vsj", &args)?));
         }
-        Kind::Fifo | Kind::Deadline => {
-            let sched = if kind == Kind::Fifo {
-                "fifo"
-            } else {
-                "deadline"
-            };
-            let mut args = vec!["-P", PRIORITY, "--sched", sched];
-            args.extend(spec.server_args.iter().map(String::as_str));
-            args.extend(driver.iter().map(String::as_str));
-            let mut server = ServerSpec::new(bins.clone(), "vsj", &args);
-            server.child.stderr = StderrMode::Keep {
-                keep: 200,
-                echo: None,
-            };
-            Ok(Running::Resound(Server::start(server)?))
-        }
+        Base::Fifo => Some("fifo"),
+        Base::Deadline => Some("deadline"),
+        Base::Variant => None,
+    };
+    let mut args = vec!["-P", PRIORITY];
+    if let Some(sched) = sched {
+        args.extend(["--sched", sched]);
     }
+    args.extend(spec.server_args.iter().map(String::as_str));
+    args.extend(spec.server.options.iter().map(String::as_str));
+    args.extend(driver.iter().map(String::as_str));
+    let mut server = ServerSpec::new(bins.clone(), "vsj", &args);
+    server.child.stderr = StderrMode::Keep {
+        keep: 200,
+        echo: None,
+    };
+    Ok(Running::Resound(Server::start(server)?))
 }
 
 /// Runs the chain once on a fresh server.
@@ -244,7 +208,7 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
         files.push(file);
     }
     std::thread::sleep(spec.warmup);
-    let driver = driver_thread(server.pid(), spec.kind == Kind::Jackd)?;
+    let driver = driver_thread(server.pid(), spec.server.is_jackd())?;
     let trace = DriverTrace::start(server.pid(), spec.window + Duration::from_secs(5));
     let (cpu0, t0) = (thread_cpu_ns(server.pid(), driver.tid)?, now_ns());
     let started = Instant::now();

@@ -22,11 +22,13 @@ pub mod metrics;
 pub mod records;
 pub mod report;
 pub mod schedstat;
+pub mod servers;
 
 use crate::harness::{remove_stale_dirs, Bins, Jackd};
-use chain::{Kind, RunSpec};
+use chain::RunSpec;
 use report::RunResult;
 use serde_json::json;
+use servers::Contender;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -60,6 +62,16 @@ pub struct VsJackdArgs {
     /// Servers to compare (comma-separated: jackd, fifo, deadline).
     #[arg(long, value_delimiter = ',', default_value = "jackd,fifo,deadline")]
     pub servers: Vec<String>,
+    /// Also run resound with its defaults and OPTIONS added to resoundd's,
+    /// labelled resound-NAME, alternated with the other servers (repeat for
+    /// several): two resound settings side by side in one run, e.g.
+    /// `--variant nolight='--light-deadline 100'`.
+    #[arg(
+        long = "variant",
+        value_name = "NAME=OPTIONS",
+        allow_hyphen_values = true
+    )]
+    pub variants: Vec<String>,
     /// Directory for runs.csv, runs.json, table.txt and the compiled load client.
     #[arg(long, default_value = "vs-jackd")]
     pub out: PathBuf,
@@ -72,29 +84,22 @@ pub struct VsJackdArgs {
     /// setting.
     #[arg(long = "cpu-dma-latency", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=resound_sched::cpu_latency::MAX_US as i64))]
     pub cpu_dma_latency_us: Option<u32>,
-    /// Pass ARG to both resound servers' resoundd (repeat for several; e.g.
-    /// `--server-arg=--deadlines=critical-path`), to compare a setting
-    /// against jackd2 and the defaults. jackd2 is started as always.
+    /// Pass ARG to every resound server's resoundd, variants included
+    /// (repeat for several; e.g. `--server-arg=--deadlines=critical-path`).
+    /// jackd2 is started as always.
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
 }
 
 /// Checked settings.
 struct Plan {
-    kinds: Vec<Kind>,
+    kinds: Vec<Contender>,
     runs: u32,
     seconds: f64,
 }
 
 fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
-    let kinds = a
-        .servers
-        .iter()
-        .map(|s| Kind::parse(s.trim()))
-        .collect::<Result<Vec<_>, _>>()?;
-    if kinds.is_empty() {
-        return Err("--servers names no server".into());
-    }
+    let kinds = servers::parse_all(&a.servers, &a.variants)?;
     if let Some(l) = a.load.iter().find(|l| !(0.0..=90.0).contains(*l)) {
         return Err(format!("--load {l}: each load must be 0 to 90 percent"));
     }
@@ -102,7 +107,7 @@ fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
     if !(0.5..=3600.0).contains(&seconds) || !(0.0..=60.0).contains(&a.warmup) {
         return Err("--seconds must be 0.5 to 3600 and --warmup 0 to 60".into());
     }
-    if kinds.contains(&Kind::Jackd) && !Jackd::available() {
+    if kinds.iter().any(Contender::is_jackd) && !Jackd::available() {
         return Err(
             "Debian's jackd (/usr/bin/jackd) is not installed: apt-get install jackd2, or leave it out with --servers fifo,deadline".into(),
         );
@@ -130,12 +135,12 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
     let mut results = Vec::new();
     for &load in &a.load {
         for run in 0..p.runs as usize {
-            for &kind in &p.kinds {
+            for kind in &p.kinds {
                 let dir = a
                     .out
-                    .join(format!("raw/load{load}/run{}/{}", run + 1, kind.label()));
+                    .join(format!("raw/load{load}/run{}/{}", run + 1, kind.label));
                 let spec = RunSpec {
-                    kind,
+                    server: kind.clone(),
                     clients: a.clients as usize,
                     load,
                     rate: a.rate,
@@ -145,12 +150,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                     dir: dir.clone(),
                     server_args: a.server_args.clone(),
                 };
-                eprint!(
-                    "load {load}% run {}/{} {:<17}",
-                    run + 1,
-                    p.runs,
-                    kind.label()
-                );
+                eprint!("load {load}% run {}/{} {:<17}", run + 1, p.runs, kind.label);
                 let data = chain::run_once(&spec, &bins, &loadclient);
                 if let Some(e) = data.as_ref().ok().and_then(|d| d.trace_error.as_ref()) {
                     eprint!(" (no driver trace: {e})");
@@ -173,7 +173,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 results.push(RunResult {
                     load,
                     run,
-                    kind,
+                    kind: kind.clone(),
                     driver,
                     metrics,
                 });
@@ -213,7 +213,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
         "clients": a.clients, "loads_pct": a.load, "rate": a.rate, "frames": a.frames,
         "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
         "cpu_dma_latency_us": a.cpu_dma_latency_us, "server_args": a.server_args,
-        "servers": p.kinds.iter().map(|k| k.label()).collect::<Vec<_>>(),
+        "servers": p.kinds.iter().map(|k| json!({"label": k.label, "resoundd_options": k.options})).collect::<Vec<_>>(),
     });
     let write = |name: &str, body: String| {
         let f = a.out.join(name);

@@ -3,8 +3,8 @@
 //! run i of jackd2; counts are totals), `runs.csv` and `runs.json` with every run's numbers.
 //! Runs on the bench's main thread.
 
-use super::chain::Kind;
 use super::metrics::{RunMetrics, METRICS};
+use super::servers::{Contender, JACKD_LABEL};
 use serde_json::{json, Value};
 
 /// One finished run.
@@ -15,7 +15,7 @@ pub struct RunResult {
     /// Repetition (0-based).
     pub run: usize,
     /// The server.
-    pub kind: Kind,
+    pub kind: Contender,
     /// How its driver thread was found (and which it was).
     pub driver: String,
     /// Its numbers, or why it failed.
@@ -37,24 +37,26 @@ fn median(v: &[f64]) -> f64 {
     }
 }
 
-/// Values of metric `get` of `kind`'s successful runs at `load`, by run.
+/// Values of metric `get` of the successful runs at `load` of the server
+/// labelled `label`, by run.
 fn values(
     rs: &[RunResult],
     load: f64,
-    kind: Kind,
+    label: &str,
     get: fn(&RunMetrics) -> f64,
 ) -> Vec<(usize, f64)> {
     rs.iter()
-        .filter(|r| r.load == load && r.kind == kind)
+        .filter(|r| r.load == load && r.kind.label == label)
         .filter_map(|r| r.metrics.as_ref().ok().map(|m| (r.run, get(m))))
         .collect()
 }
 
-/// The median and the min–max of the per-run ratios of `kind` to jackd2
-/// (run i over run i: the runs alternate, so each pair saw the same machine).
-fn ratio(rs: &[RunResult], load: f64, kind: Kind, get: fn(&RunMetrics) -> f64) -> String {
-    let ours = values(rs, load, kind, get);
-    let theirs = values(rs, load, Kind::Jackd, get);
+/// The median and the min–max of the per-run ratios of the server labelled
+/// `label` to jackd2 (run i over run i: the runs alternate, so each pair
+/// saw the same machine).
+fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) -> String {
+    let ours = values(rs, load, label, get);
+    let theirs = values(rs, load, JACKD_LABEL, get);
     let per_run: Vec<f64> = ours
         .iter()
         .filter_map(|(run, x)| {
@@ -83,13 +85,16 @@ fn cell(v: f64) -> String {
     }
 }
 
-/// The table for one load.
-pub fn table(rs: &[RunResult], load: f64, kinds: &[Kind], head: &str) -> String {
+/// The table for one load: a column per server, and after each resound one
+/// its ratio to jackd2 when jackd2 ran.
+pub fn table(rs: &[RunResult], load: f64, kinds: &[Contender], head: &str) -> String {
+    let with_jackd = kinds.iter().any(Contender::is_jackd);
+    let width = |k: &Contender| k.label.len().max(16);
     let mut o = format!("{head}\n");
     let mut hdr = format!("{:<34}", "metric (median over runs)");
     for k in kinds {
-        hdr += &format!(" {:>16}", k.label());
-        if *k != Kind::Jackd && kinds.contains(&Kind::Jackd) {
+        hdr += &format!(" {:>w$}", k.label, w = width(k));
+        if !k.is_jackd() && with_jackd {
             hdr += &format!(" {:>17}", "/jackd2 [min-max]");
         }
     }
@@ -98,18 +103,21 @@ pub fn table(rs: &[RunResult], load: f64, kinds: &[Kind], head: &str) -> String 
     for m in METRICS {
         let mut line = format!("{:<34}", m.label);
         for k in kinds {
-            let v: Vec<f64> = values(rs, load, *k, m.get).iter().map(|x| x.1).collect();
+            let v: Vec<f64> = values(rs, load, &k.label, m.get)
+                .iter()
+                .map(|x| x.1)
+                .collect();
             let shown = if m.count {
                 format!("{:.0}", v.iter().sum::<f64>())
             } else {
                 cell(median(&v))
             };
-            line += &format!(" {shown:>16}");
-            if *k != Kind::Jackd && kinds.contains(&Kind::Jackd) {
+            line += &format!(" {shown:>w$}", w = width(k));
+            if !k.is_jackd() && with_jackd {
                 let r = if m.count {
                     "-".into()
                 } else {
-                    ratio(rs, load, *k, m.get)
+                    ratio(rs, load, &k.label, m.get)
                 };
                 line += &format!(" {r:>17}");
             }
@@ -117,9 +125,12 @@ pub fn table(rs: &[RunResult], load: f64, kinds: &[Kind], head: &str) -> String 
         o += &line;
         o += "\n";
     }
+    for k in kinds.iter().filter(|k| !k.options.is_empty()) {
+        o += &format!("  {}: resoundd {}\n", k.label, k.options.join(" "));
+    }
     for r in rs.iter().filter(|r| r.load == load) {
         if let Err(e) = &r.metrics {
-            o += &format!("  run {} {} failed: {e}\n", r.run + 1, r.kind.label());
+            o += &format!("  run {} {} failed: {e}\n", r.run + 1, r.kind.label);
         }
     }
     o
@@ -134,7 +145,7 @@ pub fn csv(rs: &[RunResult]) -> String {
     }
     o += ",error\n";
     for r in rs {
-        o += &format!("{},{},{},{},", r.load, r.run + 1, r.kind.label(), r.driver);
+        o += &format!("{},{},{},{},", r.load, r.run + 1, r.kind.label, r.driver);
         match &r.metrics {
             Ok(m) => {
                 o += &m.cycles.to_string();
@@ -165,7 +176,7 @@ pub fn json(rs: &[RunResult], settings: Value) -> Value {
             json!({
                 "load_pct": r.load,
                 "run": r.run + 1,
-                "server": r.kind.label(),
+                "server": r.kind.label,
                 "driver_thread": r.driver,
                 "metrics": r.metrics.as_ref().map(|m| m.to_json()).unwrap_or(Value::Null),
                 "error": r.metrics.as_ref().err(),
@@ -178,12 +189,13 @@ pub fn json(rs: &[RunResult], settings: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::vsjackd::servers::Base;
 
-    fn run(load: f64, run: usize, kind: Kind, eoc: f64) -> RunResult {
+    fn run(load: f64, run: usize, kind: &Contender, eoc: f64) -> RunResult {
         RunResult {
             load,
             run,
-            kind,
+            kind: kind.clone(),
             driver: "t".into(),
             metrics: Ok(RunMetrics {
                 eoc_p50: eoc,
@@ -194,20 +206,44 @@ mod tests {
 
     #[test]
     fn ratio_is_the_median_of_per_run_ratios_with_their_spread() {
+        let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
         let rs = vec![
-            run(1.0, 0, Kind::Jackd, 100.0),
-            run(1.0, 0, Kind::Fifo, 120.0),
-            run(1.0, 1, Kind::Jackd, 200.0),
-            run(1.0, 1, Kind::Fifo, 180.0),
+            run(1.0, 0, &jackd, 100.0),
+            run(1.0, 0, &fifo, 120.0),
+            run(1.0, 1, &jackd, 200.0),
+            run(1.0, 1, &fifo, 180.0),
         ];
         assert_eq!(
-            ratio(&rs, 1.0, Kind::Fifo, |m| m.eoc_p50),
+            ratio(&rs, 1.0, "resound-fifo", |m| m.eoc_p50),
             "1.05 [0.90-1.20]"
         );
-        let t = table(&rs, 1.0, &[Kind::Jackd, Kind::Fifo], "head");
+        let t = table(&rs, 1.0, &[jackd, fifo], "head");
         assert!(t.contains("reported start -> end p50 (us)"));
         assert!(t.contains("150.0"), "{t}");
         assert_eq!(csv(&rs).lines().count(), 5);
+    }
+
+    #[test]
+    fn a_variant_gets_its_own_column_ratio_and_options_line() {
+        let jackd = Contender::of(Base::Jackd);
+        let nolight = Contender::variant("nolight=--light-deadline 100").unwrap();
+        let rs = vec![
+            run(1.0, 0, &jackd, 100.0),
+            run(1.0, 0, &Contender::of(Base::Deadline), 110.0),
+            run(1.0, 0, &nolight, 130.0),
+        ];
+        let kinds = [jackd, Contender::of(Base::Deadline), nolight];
+        let t = table(&rs, 1.0, &kinds, "head");
+        let eoc = t
+            .lines()
+            .find(|l| l.contains("reported start -> end p50"))
+            .unwrap();
+        assert!(eoc.contains("110.0") && eoc.contains("1.10"), "{t}");
+        assert!(eoc.contains("130.0") && eoc.contains("1.30"), "{t}");
+        assert!(
+            t.contains("resound-nolight: resoundd --light-deadline 100"),
+            "{t}"
+        );
     }
 
     #[test]

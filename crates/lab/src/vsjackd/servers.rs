@@ -1,0 +1,167 @@
+//! The servers a bench compares: Debian's jackd2, resound with SCHED_FIFO,
+//! resound with reservations (`--servers`), and named variants of resound
+//! with extra resoundd options (`--variant NAME=OPTIONS`), so that two
+//! resound settings are measured side by side in one run. Parsed on the
+//! bench's main thread.
+
+/// What a server is built from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// Debian's jackd2 with the distribution's libjack.
+    Jackd,
+    /// resoundd `--sched fifo` with resound's libjack.so.0.
+    Fifo,
+    /// resoundd `--sched deadline` (reservations, reclaiming; the default).
+    Deadline,
+    /// resoundd with its defaults and the variant's options (which may name
+    /// `--sched` themselves).
+    Variant,
+}
+
+/// One server of the comparison, a contender.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Contender {
+    /// What it is built from.
+    pub base: Base,
+    /// Its label in tables and files (unique in one bench).
+    pub label: String,
+    /// resoundd options of a variant (empty otherwise).
+    pub options: Vec<String>,
+}
+
+/// The label of Debian's jackd2, whom the ratios divide by.
+pub const JACKD_LABEL: &str = "jackd2";
+
+impl Contender {
+    /// A server built from `base` alone.
+    pub fn of(base: Base) -> Contender {
+        let label = match base {
+            Base::Jackd => JACKD_LABEL,
+            Base::Fifo => "resound-fifo",
+            Base::Deadline => "resound-deadline",
+            Base::Variant => "resound-variant",
+        };
+        Contender {
+            base,
+            label: label.into(),
+            options: Vec::new(),
+        }
+    }
+
+    /// Parses a `--servers` entry: a label or its short form (`jackd`,
+    /// `fifo`, `deadline`).
+    pub fn parse(s: &str) -> Result<Contender, String> {
+        match s {
+            "jackd" | "jackd2" => Ok(Contender::of(Base::Jackd)),
+            "fifo" | "resound-fifo" => Ok(Contender::of(Base::Fifo)),
+            "deadline" | "resound-deadline" => Ok(Contender::of(Base::Deadline)),
+            _ => Err(format!(
+                "unknown server {s:?} (expected jackd, fifo or deadline; a resound with other options: --variant NAME=OPTIONS)"
+            )),
+        }
+    }
+
+    /// Parses a `--variant NAME=OPTIONS` entry: resound labelled
+    /// `resound-NAME`, started with OPTIONS (split at white space) on top of
+    /// its defaults.
+    pub fn variant(spec: &str) -> Result<Contender, String> {
+        let Some((name, options)) = spec.split_once('=') else {
+            return Err(format!(
+                "--variant {spec:?}: expected NAME=OPTIONS, e.g. nolight='--light-deadline 100'"
+            ));
+        };
+        let name_ok = !name.is_empty()
+            && name.len() <= 24
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !name_ok {
+            return Err(format!(
+                "--variant {spec:?}: NAME must be 1 to 24 letters, digits, '-' or '_'"
+            ));
+        }
+        let options: Vec<String> = options.split_whitespace().map(String::from).collect();
+        if let Some(o) = options
+            .iter()
+            .find(|o| *o == "-d" || o.starts_with("--driver"))
+        {
+            return Err(format!(
+                "--variant {spec:?}: {o} is the bench's (every server runs the dummy driver)"
+            ));
+        }
+        Ok(Contender {
+            base: Base::Variant,
+            label: format!("resound-{name}"),
+            options,
+        })
+    }
+
+    /// Whether this is jackd2.
+    pub fn is_jackd(&self) -> bool {
+        self.base == Base::Jackd
+    }
+}
+
+/// The servers of a bench, in the order runs alternate: `--servers`, then
+/// every `--variant`; labels are unique.
+pub fn parse_all(servers: &[String], variants: &[String]) -> Result<Vec<Contender>, String> {
+    let mut all = servers
+        .iter()
+        .map(|s| Contender::parse(s.trim()))
+        .chain(variants.iter().map(|v| Contender::variant(v.trim())))
+        .collect::<Result<Vec<_>, _>>()?;
+    if all.is_empty() {
+        return Err("--servers and --variant name no server".into());
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    all.retain(|s| seen.insert(s.label.clone()));
+    Ok(all)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn servers_then_variants_in_order_without_repeats() {
+        let all = parse_all(
+            &strings(&["jackd", "deadline", "resound-deadline"]),
+            &strings(&["nolight=--light-deadline 100  --percentile 95"]),
+        )
+        .unwrap();
+        let labels: Vec<&str> = all.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["jackd2", "resound-deadline", "resound-nolight"]);
+        assert_eq!(
+            all[2].options,
+            strings(&["--light-deadline", "100", "--percentile", "95"])
+        );
+        assert!(all[0].is_jackd() && !all[2].is_jackd());
+    }
+
+    #[test]
+    fn bad_servers_and_variants_say_what_is_expected() {
+        let e = parse_all(&strings(&["jack"]), &[]).unwrap_err();
+        assert!(e.contains("unknown server \"jack\""), "{e}");
+        for (bad, says) in [
+            ("nolight", "NAME=OPTIONS"),
+            ("=--light-deadline 100", "NAME must be"),
+            ("a b=--x", "NAME must be"),
+            ("alsa=-d alsa", "-d is the bench's"),
+        ] {
+            let e = parse_all(&[], &strings(&[bad])).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+        assert!(parse_all(&[], &[]).is_err());
+    }
+
+    #[test]
+    fn a_variant_with_no_options_is_the_defaults() {
+        let all = parse_all(&[], &strings(&["plain="])).unwrap();
+        assert_eq!(all[0].base, Base::Variant);
+        assert!(all[0].options.is_empty());
+    }
+}
