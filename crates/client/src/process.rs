@@ -73,6 +73,8 @@ pub(crate) fn process_thread(
         cpu_mark: 0,
         prewake: false,
         spun_for: None,
+        spun_ns: 0,
+        work_ns: 0,
         synced: false,
         tb_gen: None,
         tb_locate: 0,
@@ -143,6 +145,11 @@ pub struct RtContext {
     /// The driver's tag of the cycle this thread last spun in (at most one
     /// spin per cycle).
     spun_for: Option<u32>,
+    /// Time spent spinning since `cpu_mark` (ns; all of it CPU time).
+    spun_ns: u64,
+    /// CPU time of its last cycle without the spinning (ns): what its own
+    /// work and wake-ups cost, which a reservation's budget must cover.
+    work_ns: u64,
     /// The sync callback ran successfully at least once since activation.
     pub(crate) synced: bool,
     /// Timebase generation and relocation generation the master last saw.
@@ -269,13 +276,19 @@ impl RtContext {
             };
             if let (true, Some(w)) = (slept, word) {
                 let started = view.record(0).map(|d| d.done.load(Ordering::Acquire));
-                let bound_ns = u64::from(h.early_wake_us.load(Ordering::Relaxed)) * 1000;
+                let bound_ns = spin_bound_ns(
+                    u64::from(h.early_wake_us.load(Ordering::Relaxed)) * 1000,
+                    h.cycle_budget_us(inner.slot),
+                    self.work_ns,
+                );
                 if bound_ns > 0 && started.is_some() && self.spun_for != started {
                     // Woken before its inputs were ready: by an upstream
                     // thread starting its cycle early enough to wake us
                     // (or by a graph change); wait for its release awake.
                     self.spun_for = started;
+                    let from = monotonic_ns();
                     spin_until_changed(w, seen, (&h.epoch, epoch), bound_ns);
+                    self.spun_ns += monotonic_ns().saturating_sub(from);
                     continue;
                 }
             }
@@ -391,8 +404,10 @@ impl RtContext {
                 .store(NodeStatus::Finished as u32, Ordering::Release);
             release(rec, c.cycle);
             let cpu = thread_cpu_ns();
-            rec.store_cpu(c.cycle, cpu.saturating_sub(self.cpu_mark));
+            let used = cpu.saturating_sub(self.cpu_mark);
+            rec.store_cpu(c.cycle, used);
             self.cpu_mark = cpu;
+            self.work_ns = used.saturating_sub(std::mem::take(&mut self.spun_ns));
         });
         if ctl == Control::Quit {
             self.request_quit();
@@ -411,6 +426,21 @@ impl RtContext {
             cycle_start_ns: c.cycle_start_ns,
         }
     }
+}
+
+/// How long a thread woken early may spin for its inputs (ns): the header's
+/// early wake-up bound, and under a reservation (a budget per cycle of
+/// `budget_us`, 0: none) at most half of what the budget leaves over its
+/// last cycle's work (`work_ns`, its CPU time without the spinning), so
+/// that spinning never takes the budget its own work needs: spinning is
+/// charged to the budget, and a thread out of budget is throttled.
+/// Real-time safe.
+pub(crate) fn spin_bound_ns(header_bound_ns: u64, budget_us: u32, work_ns: u64) -> u64 {
+    if budget_us == 0 {
+        return header_bound_ns;
+    }
+    let spare = (u64::from(budget_us) * 1000).saturating_sub(work_ns);
+    header_bound_ns.min(spare / 2)
 }
 
 /// Spins until `word` no longer holds `seen` or the epoch word (`epoch.0`)
@@ -494,6 +524,15 @@ fn begin_cycle(
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn under_a_reservation_the_spin_takes_at_most_half_the_budget_left_over_the_work() {
+        assert_eq!(spin_bound_ns(100_000, 0, 500_000), 100_000, "no budget");
+        assert_eq!(spin_bound_ns(100_000, 133, 33_000), 50_000);
+        assert_eq!(spin_bound_ns(100_000, 400, 100_000), 100_000, "header's");
+        assert_eq!(spin_bound_ns(100_000, 133, 140_000), 0, "no spare");
+        assert_eq!(spin_bound_ns(0, 133, 0), 0, "early wake-up off");
+    }
 
     #[test]
     fn a_spin_ends_at_a_change_of_either_word_or_at_its_bound() {

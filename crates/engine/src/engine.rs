@@ -123,7 +123,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             driver,
             clock,
             events: EventSink::new(events),
-            res,
+            res: res.with_budget_board(view.clone()),
             capture: channels(cfg.capture),
             playback: channels(cfg.playback),
             mix: vec![0.0; caps.max_frames as usize],

@@ -138,6 +138,10 @@ pub struct Reservations {
     /// How early in its cycle each slot's thread wakes at best (light
     /// threads leave their shape after a wake-up far later than that).
     wake_floors: WakeFloors,
+    /// Where each slot's budget per audio cycle is shown to the client
+    /// threads (`ControlHeader::cycle_budget_us`; None: nowhere, as in
+    /// tests without a segment).
+    budget_board: Option<Arc<resound_shm::View>>,
 }
 
 /// Sets policy `p` on thread `tid` (0: the calling thread) without
@@ -180,7 +184,26 @@ impl Reservations {
             apply: apply_rt,
             external: None,
             wake_floors: WakeFloors::new(slots),
+            budget_board: None,
         }
+    }
+
+    /// Shows each slot's budget per audio cycle to the client threads in
+    /// `view`'s header, from now on (they bound their early wake-up spin
+    /// by it). Call before the driver loop.
+    pub fn with_budget_board(mut self, view: Arc<resound_shm::View>) -> Self {
+        self.budget_board = Some(view);
+        self
+    }
+
+    /// Shows slot `slot`'s budget per audio cycle (`runtime_ns` spread
+    /// over the cycles its period spans; 0: no reservation). Real-time safe.
+    fn show_budget(&self, slot: u32, runtime_ns: u64, period_ns: u64) {
+        let Some(view) = &self.budget_board else {
+            return;
+        };
+        let cycles = period_ns.div_ceil(self.audio_period_ns.max(1)).max(1);
+        view.header().set_cycle_budget(slot, runtime_ns / cycles);
     }
 
     /// Answers [`Command::External`] requests in `reply` (the server's
@@ -253,6 +276,7 @@ impl Reservations {
             s.tid.store(tid, Ordering::Relaxed);
             s.kind.store(k, Ordering::Relaxed);
             if k != kind::DEADLINE {
+                self.show_budget(slot, 0, 0);
                 s.budget_ns.store(0, Ordering::Relaxed);
                 s.period_ns.store(0, Ordering::Relaxed);
                 s.deadline_ns.store(0, Ordering::Relaxed);
@@ -325,6 +349,7 @@ impl Reservations {
     /// Publishes the slot's reservation figures after a successful update.
     /// Real-time safe.
     fn publish(&self, slot: u32, r: &Reservation) {
+        self.show_budget(slot, r.runtime_ns, r.period_ns);
         let s = &self.stats[slot as usize];
         s.budget_ns.store(r.runtime_ns, Ordering::Relaxed);
         s.period_ns.store(r.period_ns, Ordering::Relaxed);

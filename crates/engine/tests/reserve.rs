@@ -137,6 +137,29 @@ fn a_refusing_kernel_leaves_the_client_on_the_fallback() {
     )));
 }
 
+/// Each client thread sees its budget per audio cycle in the header (it
+/// bounds its early wake-up spin by it): as applied, and 0 once detached
+/// or on the SCHED_FIFO fallback.
+#[test]
+fn the_header_shows_each_slot_its_budget_per_cycle() {
+    let mut rig = deadline_rig();
+    rig.run(30);
+    let (a, b) = (rig.slot("a"), rig.slot("b"));
+    let shown = |rig: &Rig, slot: u32| u64::from(rig.view.header().cycle_budget_us(slot));
+    for slot in [a, b] {
+        assert!(shown(&rig, slot) > 0);
+        assert_eq!(shown(&rig, slot), budget(&rig, slot) / 1000, "slot {slot}");
+    }
+    rig.commands.push(Command::Detach { slot: a }).unwrap();
+    rig.run(2);
+    assert_eq!(shown(&rig, a), 0, "detached");
+    assert_eq!(
+        shown(&rig, b),
+        budget(&rig, b) / 1000,
+        "the neighbour keeps its own"
+    );
+}
+
 /// Period of each slot's reservation as published.
 fn period(rig: &Rig, slot: u32) -> u64 {
     rig.shared.res[slot as usize]

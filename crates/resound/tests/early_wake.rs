@@ -5,7 +5,9 @@
 //!
 //! Observed from outside, as a user would: the downstream client's process
 //! thread's state in /proc (running while it spins, sleeping otherwise)
-//! while the upstream client's callback is held on purpose.
+//! while the upstream client's callback is held on purpose. Under a
+//! reservation the spin is bounded by the budget the thread's own work
+//! leaves over, so it stops long before the header's bound.
 
 mod common;
 use common::*;
@@ -42,13 +44,17 @@ fn thread_state(comm: &str) -> Option<char> {
     None
 }
 
-/// Runs a → b on a server with `--early-wake early_us`, holds a's callback
+/// Runs a → b on a server with `--early-wake early_us` and scheduling
+/// options `sched` (e.g. `-r`: no real-time scheduling), holds a's callback
 /// for [`HOLD`] once a has run short cycles for a while, and returns b's
-/// thread states sampled meanwhile.
-fn states_of_b_while_a_holds(early_us: &str) -> Vec<char> {
+/// thread states sampled meanwhile, each with the time since the hold was
+/// seen.
+fn states_of_b_while_a_holds(early_us: &str, sched: &[&str]) -> Vec<(Duration, char)> {
     let _serial = one_at_a_time();
     let frames = FRAMES.to_string();
-    let srv = Srv::start(&["-r", "--early-wake", early_us, "-d", "dummy", "-p", &frames]);
+    let mut args = sched.to_vec();
+    args.extend(["--early-wake", early_us, "-d", "dummy", "-p", &frames]);
+    let srv = Srv::start(&args);
     let a = srv.client("a");
     let b = srv.client("b");
     a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
@@ -101,28 +107,62 @@ fn states_of_b_while_a_holds(early_us: &str) -> Vec<char> {
         if !holding.load(Ordering::Acquire) {
             break;
         }
-        states.extend(state);
+        states.extend(state.map(|c| (t0.elapsed(), c)));
         std::thread::sleep(Duration::from_micros(200));
     }
-    eprintln!("--early-wake {early_us}: b's states while a held: {states:?}");
+    eprintln!("--early-wake {early_us} {sched:?}: b's states while a held: {states:?}");
     assert!(states.len() >= 3, "too few samples to judge: {states:?}");
     states
 }
 
 #[test]
 fn a_short_upstream_wakes_its_downstream_as_it_starts() {
-    let states = states_of_b_while_a_holds(EARLY_WAKE_US);
+    let states = states_of_b_while_a_holds(EARLY_WAKE_US, &["-r"]);
     assert!(
-        states.contains(&'R'),
+        states.iter().any(|&(_, s)| s == 'R'),
         "b should spin (state R) while a runs, woken as a started: {states:?}"
+    );
+    // Without a reservation only the header's bound (10 ms) ends the spin.
+    assert!(
+        states
+            .iter()
+            .any(|&(t, s)| s == 'R' && t > SPIN_UNDER_BUDGET),
+        "b should spin through the hold: {states:?}"
     );
 }
 
 #[test]
 fn without_early_wake_the_downstream_sleeps_until_released() {
-    let states = states_of_b_while_a_holds("0");
+    let states = states_of_b_while_a_holds("0", &["-r"]);
     assert!(
-        states.iter().all(|&s| s == 'S'),
+        states.iter().all(|&(_, s)| s == 'S'),
         "b should sleep until a releases its output: {states:?}"
+    );
+}
+
+/// Longest a spin can last under b's reservation here: its budget per
+/// cycle is at most the initial 10 % of the period plus an activation bump
+/// (2.3 ms at 21.3 ms), half of it what its own work leaves over; with a
+/// margin for sampling.
+const SPIN_UNDER_BUDGET: Duration = Duration::from_millis(3);
+
+#[test]
+fn under_a_reservation_the_spin_stops_within_the_budget() {
+    if !deadline_or_skip("under_a_reservation_the_spin_stops_within_the_budget") {
+        return;
+    }
+    let states = states_of_b_while_a_holds(EARLY_WAKE_US, &["--sched", "deadline"]);
+    let late: Vec<char> = states
+        .iter()
+        .filter(|&&(t, _)| t > SPIN_UNDER_BUDGET)
+        .map(|&(_, s)| s)
+        .collect();
+    assert!(
+        late.len() >= 3,
+        "too few samples after the spin: {states:?}"
+    );
+    assert!(
+        late.iter().all(|&s| s == 'S'),
+        "b should have stopped spinning (and not be throttled, R) within its budget: {states:?}"
     );
 }

@@ -138,6 +138,19 @@ pub struct ControlHeader {
     /// an update still in flight. Writer: driver, at cycle start. Readers:
     /// client process threads, every wake-up.
     pub freewheel_in_effect: AtomicU32,
+    // ---- layout 8 ----
+    /// Each slot's reservation budget per audio cycle, in µs (saturated at
+    /// 65,535), two slots per word: slot `s` in the low half of word
+    /// `s / 2` when `s` is even, in the high half when odd
+    /// ([`ControlHeader::cycle_budget_us`]). 0: no reservation known (the
+    /// slot runs under SCHED_FIFO or SCHED_OTHER, is not attached yet, or
+    /// the server is freewheeling). A client's process thread bounds its
+    /// early wake-up spin by it, so that spinning never eats the budget its
+    /// own work needs. Writer: the driver, whenever it applies a slot's
+    /// reservation (sole writer: a plain load and store per update).
+    /// Readers: client process threads, once per cycle at most; a wrong
+    /// value only changes how long that reader spins.
+    pub cycle_budget_us: [AtomicU32; crate::limits::HARD_MAX_CLIENTS as usize / 2],
 }
 
 /// The timer fields of the current cycle, as the driver publishes them
@@ -159,6 +172,38 @@ pub struct Timer {
 }
 
 impl ControlHeader {
+    /// Slot `slot`'s reservation budget per audio cycle (µs; 0: none
+    /// known, or a slot out of range). Real-time safe.
+    pub fn cycle_budget_us(&self, slot: u32) -> u32 {
+        let Some(word) = self.cycle_budget_us.get(slot as usize / 2) else {
+            return 0;
+        };
+        let v = word.load(Ordering::Relaxed);
+        if slot.is_multiple_of(2) {
+            v & 0xffff
+        } else {
+            v >> 16
+        }
+    }
+
+    /// Writer side, the driver only (sole writer of these words): sets
+    /// slot `slot`'s budget per audio cycle to `ns` (rounded down to µs,
+    /// saturated at 65,535 µs; 0: none). A slot out of range is ignored.
+    /// Real-time safe.
+    pub fn set_cycle_budget(&self, slot: u32, ns: u64) {
+        let Some(word) = self.cycle_budget_us.get(slot as usize / 2) else {
+            return;
+        };
+        let us = (ns / 1000).min(0xffff) as u32;
+        let v = word.load(Ordering::Relaxed);
+        let v = if slot.is_multiple_of(2) {
+            (v & 0xffff_0000) | us
+        } else {
+            (v & 0xffff) | (us << 16)
+        };
+        word.store(v, Ordering::Relaxed);
+    }
+
     /// Writer side, the driver only (sole writer of the timer fields), at
     /// cycle start: publishes the timer of the new cycle under `timer_seq`
     /// ([`crate::seqlock::write_exclusive`]). Real-time safe.
@@ -227,5 +272,22 @@ mod tests {
         assert_eq!(v.header().try_timer(1), Some(t));
         assert_eq!(v.timer(), t);
         assert_eq!(v.header().timer_seq.load(Ordering::Relaxed), 2);
+    }
+
+    #[test]
+    fn cycle_budgets_pack_two_slots_per_word_and_saturate() {
+        let v = View::create(caps(), 48000, 128, true, 0).unwrap();
+        let h = v.header();
+        assert_eq!(h.cycle_budget_us(3), 0, "a fresh header knows no budget");
+        h.set_cycle_budget(2, 133_333);
+        h.set_cycle_budget(3, 70_000_000);
+        assert_eq!((h.cycle_budget_us(2), h.cycle_budget_us(3)), (133, 0xffff));
+        h.set_cycle_budget(2, 0);
+        assert_eq!((h.cycle_budget_us(2), h.cycle_budget_us(3)), (0, 0xffff));
+        let last = crate::limits::HARD_MAX_CLIENTS - 1;
+        h.set_cycle_budget(last, 5_000);
+        assert_eq!(h.cycle_budget_us(last), 5);
+        h.set_cycle_budget(last + 1, 5_000);
+        assert_eq!(h.cycle_budget_us(last + 1), 0, "out of range");
     }
 }
