@@ -119,9 +119,10 @@ pub struct ServerArgs {
     /// less than US wakes the clients after it as it starts a cycle, so that
     /// their wake-up overlaps its work, and they spin (at most US) for its
     /// output. Each hop then costs a few µs instead of a wake-up latency,
-    /// for some CPU time spent spinning. Default: 100 with SCHED_FIFO or
-    /// SCHED_OTHER; off with reservations, where the spinning is charged to
-    /// the spinning client's budget (see docs/architecture.md).
+    /// for some CPU time spent spinning. Under a reservation the spinning
+    /// is charged to the client's budget, so a client spins at most half
+    /// of what its budget leaves over its own work (see
+    /// docs/architecture.md). Default: 100.
     #[arg(long = "early-wake", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub early_wake_us: Option<u32>,
     /// Hold idle CPUs to a wake-up latency of at most US µs while the server
@@ -398,11 +399,9 @@ fn parse_file(mut f: FileArgs) -> Result<FileArgs, clap::Error> {
 }
 
 impl ServerArgs {
-    /// The early wake-up bound (µs) in effect: the option, else 100 unless
-    /// the graph runs under reservations (`deadline`), where it is off.
-    pub fn early_wake_us(&self, deadline: bool) -> u32 {
-        self.early_wake_us
-            .unwrap_or(if deadline { 0 } else { DEFAULT_EARLY_WAKE_US })
+    /// The early wake-up bound (µs) in effect: the option, else 100.
+    pub fn early_wake_us(&self) -> u32 {
+        self.early_wake_us.unwrap_or(DEFAULT_EARLY_WAKE_US)
     }
 
     fn command_error(kind: clap::error::ErrorKind, msg: impl std::fmt::Display) -> clap::Error {
@@ -540,14 +539,13 @@ mod tests {
     }
 
     #[test]
-    fn early_wake_is_on_without_reservations_and_off_with_them_unless_asked() {
+    fn early_wake_is_on_by_default_and_follows_the_option() {
         let d = p("resoundd -d dummy").unwrap();
-        assert_eq!(d.server.early_wake_us(true), 0, "off with reservations");
-        assert_eq!(d.server.early_wake_us(false), DEFAULT_EARLY_WAKE_US);
+        assert_eq!(d.server.early_wake_us(), DEFAULT_EARLY_WAKE_US);
         let on = p("resoundd --early-wake 250 -d dummy").unwrap();
-        assert_eq!(on.server.early_wake_us(true), 250, "asked for");
+        assert_eq!(on.server.early_wake_us(), 250, "asked for");
         let off = p("resoundd --early-wake 0 -d dummy").unwrap();
-        assert_eq!(off.server.early_wake_us(false), 0);
+        assert_eq!(off.server.early_wake_us(), 0);
         assert!(
             p("resoundd --early-wake 20000 -d dummy").is_err(),
             "at most 10 ms"

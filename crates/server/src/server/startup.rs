@@ -39,7 +39,7 @@ impl Server {
         let socket = claim_socket(&name, access.group())?;
         let caps = capacities(&cfg);
         let (driver, commands) = DriverStart::prepare(&cfg, caps);
-        let (view, mut locked) = create_view(&cfg, caps, driver.deadline_mode())?;
+        let (view, mut locked) = create_view(&cfg, caps)?;
         let profile = create_profile_ring(&cfg, caps, &mut locked)?;
         if let Err(e) = locked {
             warn!("cannot lock the shared memory in RAM ({e}); page faults may delay the real-time threads (raise RLIMIT_MEMLOCK, e.g. `ulimit -l unlimited`, or run with CAP_IPC_LOCK)");
@@ -156,15 +156,9 @@ fn capacities(cfg: &Config) -> Capacities {
     }
 }
 
-/// Creates, seals and locks the control and shared segments (the early
-/// wake-up bound depends on whether the graph runs under reservations,
-/// `deadline`). The second result says whether locking them in RAM worked
-/// (a warning, not fatal).
-fn create_view(
-    cfg: &Config,
-    caps: Capacities,
-    deadline: bool,
-) -> Result<(Arc<View>, std::io::Result<()>), String> {
+/// Creates, seals and locks the control and shared segments. The second
+/// result says whether locking them in RAM worked (a warning, not fatal).
+fn create_view(cfg: &Config, caps: Capacities) -> Result<(Arc<View>, std::io::Result<()>), String> {
     let prio = if cfg.server.wants_realtime() {
         cfg.server.priority
     } else {
@@ -180,7 +174,7 @@ fn create_view(
     .map_err(|e| format!("shared memory: {e}"))?;
     view.header()
         .early_wake_us
-        .store(cfg.server.early_wake_us(deadline), Ordering::Relaxed);
+        .store(cfg.server.early_wake_us(), Ordering::Relaxed);
     let control = view.control();
     control
         .seal(true)

@@ -285,10 +285,14 @@ impl Plan {
                 if let Some(m) = self.multiplier_arg() {
                     v.extend(["--period-multiplier".into(), m]);
                 }
-                if !self.resound_args.iter().any(|a| a.starts_with("--light-")) {
-                    // The papers' controller: every thread on the audio
-                    // period with deadline = period.
+                let asks = |o: &str| self.resound_args.iter().any(|a| a.starts_with(o));
+                // The papers' controller: every thread on the audio period
+                // with deadline = period, fed CPU times without spinning.
+                if !asks("--light-") {
                     v.extend(["--light-deadline".into(), "100".into()]);
+                }
+                if !asks("--early-wake") {
+                    v.extend(["--early-wake".into(), "0".into()]);
                 }
             }
         }
@@ -324,16 +328,23 @@ mod tests {
     }
 
     #[test]
-    fn reservations_run_the_papers_controller_unless_a_scenario_asks_for_light_threads() {
+    fn reservations_run_the_papers_controller_unless_a_scenario_asks_otherwise() {
         let (sc, _) = load("staircase").expect("shipped");
         let deadline = plans(&sc, true)
             .into_iter()
             .find(|p| p.policy == AudioPolicy::Deadline && p.server == ServerKind::Resound)
             .expect("a reservation run");
+        let args = deadline.resound_server_args();
         assert_eq!(
-            light_deadline(&deadline.resound_server_args()),
+            light_deadline(&args),
             Some("100"),
             "deadline = period for every thread, as in the papers"
+        );
+        let early = args.iter().position(|a| a == "--early-wake");
+        assert_eq!(
+            early.map(|i| args[i + 1].as_str()),
+            Some("0"),
+            "no spinning"
         );
         let asked = Plan {
             resound_args: vec!["--light-deadline".into(), "50".into()],
