@@ -143,8 +143,9 @@ pub struct ControlHeader {
     /// 65,535), two slots per word: slot `s` in the low half of word
     /// `s / 2` when `s` is even, in the high half when odd
     /// ([`ControlHeader::cycle_budget_us`]). 0: no reservation known (the
-    /// slot runs under SCHED_FIFO or SCHED_OTHER, is not attached yet, or
-    /// the server is freewheeling). A client's process thread bounds its
+    /// slot runs under SCHED_FIFO or SCHED_OTHER, or is not attached yet;
+    /// while freewheeling the last budget stays, though the thread has
+    /// left SCHED_DEADLINE: it then only spins less). A client's process thread bounds its
     /// early wake-up spin by it, so that spinning never eats the budget its
     /// own work needs. Writer: the driver, whenever it applies a slot's
     /// reservation (sole writer: a plain load and store per update).
