@@ -93,13 +93,13 @@ pub struct VsJackdArgs {
 
 /// Checked settings.
 struct Plan {
-    kinds: Vec<Contender>,
+    contenders: Vec<Contender>,
     runs: u32,
     seconds: f64,
 }
 
 fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
-    let kinds = servers::parse_all(&a.servers, &a.variants)?;
+    let contenders = servers::parse_all(&a.servers, &a.variants)?;
     if let Some(l) = a.load.iter().find(|l| !(0.0..=90.0).contains(*l)) {
         return Err(format!("--load {l}: each load must be 0 to 90 percent"));
     }
@@ -107,13 +107,13 @@ fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
     if !(0.5..=3600.0).contains(&seconds) || !(0.0..=60.0).contains(&a.warmup) {
         return Err("--seconds must be 0.5 to 3600 and --warmup 0 to 60".into());
     }
-    if kinds.iter().any(Contender::is_jackd) && !Jackd::available() {
+    if contenders.iter().any(Contender::is_jackd) && !Jackd::available() {
         return Err(
             "Debian's jackd (/usr/bin/jackd) is not installed: apt-get install jackd2, or leave it out with --servers fifo,deadline".into(),
         );
     }
     Ok(Plan {
-        kinds,
+        contenders,
         runs: a.runs.unwrap_or(if a.quick { 1 } else { 3 }),
         seconds,
     })
@@ -135,12 +135,12 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
     let mut results = Vec::new();
     for &load in &a.load {
         for run in 0..p.runs as usize {
-            for kind in &p.kinds {
+            for contender in &p.contenders {
                 let dir = a
                     .out
-                    .join(format!("raw/load{load}/run{}/{}", run + 1, kind.label));
+                    .join(format!("raw/load{load}/run{}/{}", run + 1, contender.label));
                 let spec = RunSpec {
-                    server: kind.clone(),
+                    server: contender.clone(),
                     clients: a.clients as usize,
                     load,
                     rate: a.rate,
@@ -150,7 +150,12 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                     dir: dir.clone(),
                     server_args: a.server_args.clone(),
                 };
-                eprint!("load {load}% run {}/{} {:<17}", run + 1, p.runs, kind.label);
+                eprint!(
+                    "load {load}% run {}/{} {:<17}",
+                    run + 1,
+                    p.runs,
+                    contender.label
+                );
                 let data = chain::run_once(&spec, &bins, &loadclient);
                 if let Some(e) = data.as_ref().ok().and_then(|d| d.trace_error.as_ref()) {
                     eprint!(" (no driver trace: {e})");
@@ -173,7 +178,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 results.push(RunResult {
                     load,
                     run,
-                    kind: kind.clone(),
+                    server: contender.clone(),
                     driver,
                     metrics,
                 });
@@ -201,7 +206,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
             "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated{setting} ==",
             a.clients, a.rate, a.frames, p.runs, p.seconds
         );
-        text += &report::table(results, load, &p.kinds, &head);
+        text += &report::table(results, load, &p.contenders, &head);
         text += "\n";
     }
     if cfg!(debug_assertions) {
@@ -213,7 +218,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
         "clients": a.clients, "loads_pct": a.load, "rate": a.rate, "frames": a.frames,
         "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
         "cpu_dma_latency_us": a.cpu_dma_latency_us, "server_args": a.server_args,
-        "servers": p.kinds.iter().map(|k| json!({"label": k.label, "resoundd_options": k.options})).collect::<Vec<_>>(),
+        "servers": p.contenders.iter().map(|k| json!({"label": k.label, "resoundd_options": k.options})).collect::<Vec<_>>(),
     });
     let write = |name: &str, body: String| {
         let f = a.out.join(name);

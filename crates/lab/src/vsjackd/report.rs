@@ -15,7 +15,7 @@ pub struct RunResult {
     /// Repetition (0-based).
     pub run: usize,
     /// The server.
-    pub kind: Contender,
+    pub server: Contender,
     /// How its driver thread was found (and which it was).
     pub driver: String,
     /// Its numbers, or why it failed.
@@ -46,7 +46,7 @@ fn values(
     get: fn(&RunMetrics) -> f64,
 ) -> Vec<(usize, f64)> {
     rs.iter()
-        .filter(|r| r.load == load && r.kind.label == label)
+        .filter(|r| r.load == load && r.server.label == label)
         .filter_map(|r| r.metrics.as_ref().ok().map(|m| (r.run, get(m))))
         .collect()
 }
@@ -87,12 +87,12 @@ fn cell(v: f64) -> String {
 
 /// The table for one load: a column per server, and after each resound one
 /// its ratio to jackd2 when jackd2 ran.
-pub fn table(rs: &[RunResult], load: f64, kinds: &[Contender], head: &str) -> String {
-    let with_jackd = kinds.iter().any(Contender::is_jackd);
+pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) -> String {
+    let with_jackd = contenders.iter().any(Contender::is_jackd);
     let width = |k: &Contender| k.label.len().max(16);
     let mut o = format!("{head}\n");
     let mut hdr = format!("{:<34}", "metric (median over runs)");
-    for k in kinds {
+    for k in contenders {
         hdr += &format!(" {:>w$}", k.label, w = width(k));
         if !k.is_jackd() && with_jackd {
             hdr += &format!(" {:>17}", "/jackd2 [min-max]");
@@ -102,7 +102,7 @@ pub fn table(rs: &[RunResult], load: f64, kinds: &[Contender], head: &str) -> St
     o += "\n";
     for m in METRICS {
         let mut line = format!("{:<34}", m.label);
-        for k in kinds {
+        for k in contenders {
             let v: Vec<f64> = values(rs, load, &k.label, m.get)
                 .iter()
                 .map(|x| x.1)
@@ -125,12 +125,12 @@ pub fn table(rs: &[RunResult], load: f64, kinds: &[Contender], head: &str) -> St
         o += &line;
         o += "\n";
     }
-    for k in kinds.iter().filter(|k| !k.options.is_empty()) {
+    for k in contenders.iter().filter(|k| !k.options.is_empty()) {
         o += &format!("  {}: resoundd {}\n", k.label, k.options.join(" "));
     }
     for r in rs.iter().filter(|r| r.load == load) {
         if let Err(e) = &r.metrics {
-            o += &format!("  run {} {} failed: {e}\n", r.run + 1, r.kind.label);
+            o += &format!("  run {} {} failed: {e}\n", r.run + 1, r.server.label);
         }
     }
     o
@@ -145,7 +145,7 @@ pub fn csv(rs: &[RunResult]) -> String {
     }
     o += ",error\n";
     for r in rs {
-        o += &format!("{},{},{},{},", r.load, r.run + 1, r.kind.label, r.driver);
+        o += &format!("{},{},{},{},", r.load, r.run + 1, r.server.label, r.driver);
         match &r.metrics {
             Ok(m) => {
                 o += &m.cycles.to_string();
@@ -176,7 +176,7 @@ pub fn json(rs: &[RunResult], settings: Value) -> Value {
             json!({
                 "load_pct": r.load,
                 "run": r.run + 1,
-                "server": r.kind.label,
+                "server": r.server.label,
                 "driver_thread": r.driver,
                 "metrics": r.metrics.as_ref().map(|m| m.to_json()).unwrap_or(Value::Null),
                 "error": r.metrics.as_ref().err(),
@@ -191,11 +191,11 @@ mod tests {
     use super::*;
     use crate::vsjackd::servers::Base;
 
-    fn run(load: f64, run: usize, kind: &Contender, eoc: f64) -> RunResult {
+    fn run(load: f64, run: usize, server: &Contender, eoc: f64) -> RunResult {
         RunResult {
             load,
             run,
-            kind: kind.clone(),
+            server: server.clone(),
             driver: "t".into(),
             metrics: Ok(RunMetrics {
                 eoc_p50: eoc,
@@ -232,8 +232,8 @@ mod tests {
             run(1.0, 0, &Contender::of(Base::Deadline), 110.0),
             run(1.0, 0, &nolight, 130.0),
         ];
-        let kinds = [jackd, Contender::of(Base::Deadline), nolight];
-        let t = table(&rs, 1.0, &kinds, "head");
+        let contenders = [jackd, Contender::of(Base::Deadline), nolight];
+        let t = table(&rs, 1.0, &contenders, "head");
         let eoc = t
             .lines()
             .find(|l| l.contains("reported start -> end p50"))
