@@ -171,7 +171,7 @@ fn period(rig: &Rig, slot: u32) -> u64 {
 fn a_light_client_woken_late_goes_to_the_full_period_before_its_next_wake_up() {
     let light = ControllerConfig {
         audio_period_ns: PERIOD_NS,
-        light_deadline_pct: resound_sched::controller::DEFAULT_LIGHT_DEADLINE_PCT,
+        light_deadline_pct: 50.0,
         ..Default::default()
     };
     let mut rig = deadline_rig_with(light);

@@ -254,7 +254,7 @@ fn multiplier_scales_period_and_budget() {
 /// Light threads on: a light deadline of half a 75 % period.
 fn light() -> ControllerConfig {
     ControllerConfig {
-        light_deadline_pct: DEFAULT_LIGHT_DEADLINE_PCT,
+        light_deadline_pct: 50.0,
         ..Default::default()
     }
 }
