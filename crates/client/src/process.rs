@@ -333,8 +333,9 @@ impl RtContext {
                 if self.prewake {
                     // Wakes the downstream threads now, so that their
                     // wake-up overlaps this cycle's work; they spin for the
-                    // release (see `spin_until_changed`).
-                    futex::wake_all(&rec.done);
+                    // release (see `spin_until_changed`). The driver, if
+                    // downstream, sleeps on through it (`wait_released`).
+                    futex::wake_early(&rec.done);
                 }
                 Poll::Run(c)
             }

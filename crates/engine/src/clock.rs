@@ -23,8 +23,11 @@ pub trait Clock {
     /// CPU time the calling thread used so far (ns). Real-time safe.
     fn thread_cpu_ns(&self) -> u64;
     /// Waits until `word` differs from `seen` or the absolute time
-    /// `deadline_ns` passed (None: no deadline). Real-time safe (it blocks
-    /// only for the graph the driver waits on, bounded by the deadline).
+    /// `deadline_ns` passed (None: no deadline). An early wake-up on the
+    /// word ([`futex::wake_early`]: a client starting its cycle) does not
+    /// end the sleep: the driver would only look and sleep again. Real-time
+    /// safe (it blocks only for the graph the driver waits on, bounded by
+    /// the deadline).
     fn wait_changed(&self, word: &AtomicU32, seen: u32, deadline_ns: Option<u64>) -> futex::Wait;
 }
 
@@ -45,9 +48,10 @@ impl Clock for MonotonicClock {
     fn thread_cpu_ns(&self) -> u64 {
         resound_shm::time::thread_cpu_ns()
     }
-    /// FUTEX_WAIT with an absolute CLOCK_MONOTONIC deadline. Real-time safe.
+    /// FUTEX_WAIT_BITSET with an absolute CLOCK_MONOTONIC deadline, deaf
+    /// to early wake-ups ([`futex::wait_released`]). Real-time safe.
     fn wait_changed(&self, word: &AtomicU32, seen: u32, deadline_ns: Option<u64>) -> futex::Wait {
-        futex::wait_changed(word, seen, deadline_ns)
+        futex::wait_released(word, seen, deadline_ns)
     }
 }
 

@@ -44,6 +44,14 @@
 //! which wakes every node waiting on it ([`futex::wake_all`]). A node late
 //! from an earlier cycle cannot disturb the current one: its done word
 //! carries the earlier tag, which nobody waits for any more.
+//!
+//! A node that starts a cycle may also wake its downstream *early*
+//! ([`futex::wake_early`]), so their wake-up overlaps its work; they spin
+//! for the release. That wake carries the futex bit [`futex::EARLY`]. A
+//! waiter that gains nothing from waking before the release (the driver
+//! waiting for the graph's end) sleeps with [`futex::wait_released`], whose
+//! bit set excludes it, so the early wake-up does not cost it a wake-up
+//! and a second sleep every cycle.
 
 #[cfg(loom)]
 pub use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -218,6 +226,34 @@ pub mod futex {
     #[inline]
     pub fn wake_all(_word: &AtomicU32) {}
 
+    /// The futex bit of an early wake-up ([`wake_early`]).
+    pub const EARLY: u32 = 1 << 1;
+    /// The futex bit a [`wait_released`] waiter sleeps with: a release's
+    /// plain wake ([`wake_all`], every bit) reaches it, an early wake-up
+    /// does not.
+    pub const RELEASE: u32 = 1 << 0;
+
+    /// Wakes the waiters on the word that want an early wake-up: those of
+    /// [`wait_any`] and [`wait_changed`] (they wait with every bit), not
+    /// those of [`wait_released`]. The word does not change (its waiters
+    /// sleep again or spin until it does). Works on a read-only mapping too.
+    /// Real-time safe.
+    #[cfg(not(loom))]
+    #[inline]
+    pub fn wake_early(word: &AtomicU32) {
+        use rustix::thread::futex;
+        use std::num::NonZeroU32;
+        let early = NonZeroU32::new(EARLY).expect("non-zero");
+        // Shared (non-private) futex, as in `wake_all`; errors are
+        // impossible for a valid address.
+        let _ = futex::wake_bitset(word, futex::Flags::empty(), i32::MAX as u32, early);
+    }
+
+    /// Loom model of the early wake: nothing to do, waiters poll.
+    #[cfg(loom)]
+    #[inline]
+    pub fn wake_early(_word: &AtomicU32) {}
+
     /// Sleeps until any of `words` (at most [`WAIT_ANY_MAX`]) differs from
     /// the value given with it, or CLOCK_MONOTONIC reaches `deadline_ns`
     /// (`None`: no deadline), or a spurious wake-up: the caller re-checks
@@ -253,13 +289,29 @@ pub mod futex {
     pub const WAIT_ANY_MAX: usize = 4;
 
     /// Waits until the word differs from `seen` or CLOCK_MONOTONIC reaches
-    /// `deadline_ns` (`None`: no deadline).
+    /// `deadline_ns` (`None`: no deadline). Every wake on the word wakes
+    /// the sleep (the loop then sleeps again if the word did not change).
     #[cfg(not(loom))]
     pub fn wait_changed(word: &AtomicU32, seen: u32, deadline_ns: Option<u64>) -> Wait {
+        wait_with_bits(word, seen, deadline_ns, u32::MAX)
+    }
+
+    /// As [`wait_changed`], but an early wake-up ([`wake_early`]) does not
+    /// wake the sleep: only a plain wake ([`wake_all`]) does, or the
+    /// deadline. For a waiter that would only look and sleep again.
+    #[cfg(not(loom))]
+    pub fn wait_released(word: &AtomicU32, seen: u32, deadline_ns: Option<u64>) -> Wait {
+        wait_with_bits(word, seen, deadline_ns, RELEASE)
+    }
+
+    /// The sleep of [`wait_changed`] and [`wait_released`]: woken by the
+    /// wakes whose bit set meets `bits`.
+    #[cfg(not(loom))]
+    fn wait_with_bits(word: &AtomicU32, seen: u32, deadline_ns: Option<u64>, bits: u32) -> Wait {
         use rustix::thread::futex;
         use std::num::NonZeroU32;
         let ts = deadline_ns.map(crate::time::ns_to_ts);
-        let any = NonZeroU32::new(u32::MAX).expect("non-zero");
+        let bits = NonZeroU32::new(bits).expect("non-zero bit set");
         loop {
             let now = word.load(Ordering::Acquire);
             if now != seen {
@@ -271,7 +323,7 @@ pub mod futex {
                 }
             }
             // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout.
-            match futex::wait_bitset(word, futex::Flags::empty(), seen, ts.as_ref(), any) {
+            match futex::wait_bitset(word, futex::Flags::empty(), seen, ts.as_ref(), bits) {
                 Ok(()) => {}
                 Err(rustix::io::Errno::AGAIN) | Err(rustix::io::Errno::INTR) => {}
                 Err(rustix::io::Errno::TIMEDOUT) => {
@@ -297,6 +349,12 @@ pub mod futex {
             }
             loom::thread::yield_now();
         }
+    }
+
+    /// Loom model of [`wait_released`]: the same as [`wait_changed`]'s.
+    #[cfg(loom)]
+    pub fn wait_released(word: &AtomicU32, seen: u32, deadline_ns: Option<u64>) -> Wait {
+        wait_changed(word, seen, deadline_ns)
     }
 }
 
@@ -337,6 +395,70 @@ mod tests {
         assert!(crate::time::monotonic_ns() >= deadline);
         futex::bump_and_wake(&w);
         assert_eq!(futex::wait_changed(&w, 5, None), futex::Wait::Changed(6));
+    }
+
+    /// The calling thread's voluntary context switches so far.
+    fn voluntary_switches() -> i64 {
+        // SAFETY: `ru` is a valid, writable rusage that getrusage fills in
+        // whole; RUSAGE_THREAD asks for the calling thread's figures only.
+        let ru = unsafe {
+            let mut ru: libc::rusage = std::mem::zeroed();
+            libc::getrusage(libc::RUSAGE_THREAD, &mut ru);
+            ru
+        };
+        ru.ru_nvcsw
+    }
+
+    /// How many times a thread sleeping on a word with `wait` is woken while
+    /// 40 early wake-ups and then a release reach the word.
+    fn wake_ups_of(wait: fn(&AtomicU32, u32, Option<u64>) -> futex::Wait) -> i64 {
+        let word = std::sync::Arc::new(AtomicU32::new(0));
+        let waiter = {
+            let word = word.clone();
+            std::thread::spawn(move || {
+                let before = voluntary_switches();
+                let far = crate::time::monotonic_ns() + 10_000_000_000;
+                assert_eq!(wait(&word, 0, Some(far)), futex::Wait::Changed(1));
+                voluntary_switches() - before
+            })
+        };
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        for _ in 0..40 {
+            futex::wake_early(&word);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        word.store(1, Ordering::Release);
+        futex::wake_all(&word);
+        waiter.join().unwrap()
+    }
+
+    #[test]
+    fn an_early_wake_up_reaches_every_waiter_but_those_waiting_for_the_release() {
+        let released = wake_ups_of(futex::wait_released);
+        let changed = wake_ups_of(futex::wait_changed);
+        assert!(released <= 5, "woken {released} times");
+        assert!(changed >= 10, "woken only {changed} times");
+    }
+
+    #[test]
+    fn an_early_wake_up_ends_a_wait_any() {
+        let word = std::sync::Arc::new(AtomicU32::new(0));
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let waiter = {
+            let (word, done) = (word.clone(), done.clone());
+            std::thread::spawn(move || {
+                let far = crate::time::monotonic_ns() + 10_000_000_000;
+                let r = futex::wait_any(&[(&word, 0)], Some(far));
+                done.store(true, Ordering::Release);
+                r
+            })
+        };
+        while !done.load(Ordering::Acquire) {
+            futex::wake_early(&word);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert_eq!(waiter.join().unwrap(), futex::Wait::Changed(0));
+        assert_eq!(word.load(Ordering::Relaxed), 0, "the word never changed");
     }
 
     #[test]

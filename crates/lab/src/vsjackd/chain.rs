@@ -7,7 +7,7 @@
 //! Runs on the bench's main thread.
 
 use super::records::{read_client_csv, ClientRecords};
-use super::schedstat::{driver_thread, thread_cpu_ns, DriverThread};
+use super::schedstat::{driver_thread, thread_schedstat, DriverThread};
 use super::servers::{Base, Contender};
 use crate::experiment::run::jackd_cycles::{driver_cycles, DriverCycle, DriverTrace};
 use crate::harness::{
@@ -59,6 +59,8 @@ pub struct RunData {
     pub driver: DriverThread,
     /// Driver thread CPU time over the window (ns).
     pub driver_cpu_ns: u64,
+    /// Times the driver thread was put on a CPU over the window.
+    pub driver_runs: u64,
     /// The driver thread's real wake-ups over the window, traced by the
     /// kernel the same way on both servers (returns from its
     /// `clock_nanosleep`/`nanosleep`); empty if the trace failed.
@@ -210,12 +212,12 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     std::thread::sleep(spec.warmup);
     let driver = driver_thread(server.pid(), spec.server.is_jackd())?;
     let trace = DriverTrace::start(server.pid(), spec.window + Duration::from_secs(5));
-    let (cpu0, t0) = (thread_cpu_ns(server.pid(), driver.tid)?, now_ns());
+    let (sched0, t0) = (thread_schedstat(server.pid(), driver.tid)?, now_ns());
     let started = Instant::now();
     while started.elapsed() < spec.window {
         std::thread::sleep(Duration::from_millis(50));
     }
-    let (cpu1, t1) = (thread_cpu_ns(server.pid(), driver.tid)?, now_ns());
+    let (sched1, t1) = (thread_schedstat(server.pid(), driver.tid)?, now_ns());
     let period_ns = u64::from(spec.frames) * 1_000_000_000 / u64::from(spec.rate.max(1));
     let (driver_wakes, trace_error) = match trace.and_then(DriverTrace::finish) {
         Ok(t) => (driver_cycles(&t, period_ns), None),
@@ -234,7 +236,8 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
         clients,
         window_ns: (t0, t1),
         driver,
-        driver_cpu_ns: cpu1.saturating_sub(cpu0),
+        driver_cpu_ns: sched1.cpu_ns.saturating_sub(sched0.cpu_ns),
+        driver_runs: sched1.runs.saturating_sub(sched0.runs),
         driver_wakes,
         trace_error,
     })

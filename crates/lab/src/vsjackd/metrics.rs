@@ -37,6 +37,9 @@ pub struct RunMetrics {
     pub xruns: u64,
     /// Driver thread CPU per cycle (schedstat difference ÷ cycles).
     pub driver_cpu: f64,
+    /// Times the driver thread was put on a CPU per cycle (schedstat):
+    /// its wake-ups, and returns after preemptions.
+    pub driver_runs: f64,
     /// Traced driver wake-up → first client's return from
     /// `jack_cycle_wait`, median: measured alike on both servers (the
     /// kernel tracer's return from the driver's sleep, the last one before
@@ -144,6 +147,11 @@ pub fn compute(d: &RunData) -> RunMetrics {
         } else {
             d.driver_cpu_ns as f64 / cycles as f64 / 1000.0
         },
+        driver_runs: if cycles == 0 {
+            f64::NAN
+        } else {
+            d.driver_runs as f64 / cycles as f64
+        },
         drv_wake_p50: pct(&mut drv_wake, 50.0),
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
@@ -227,6 +235,7 @@ pub const METRICS: &[Metric] = &[
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
         m.driver_cpu
     }),
+    time("driver_runs", "driver thread runs/cycle", |m| m.driver_runs),
 ];
 
 impl RunMetrics {
@@ -299,6 +308,7 @@ mod tests {
                 found_by: "test",
             },
             driver_cpu_ns: 40_000,
+            driver_runs: 10,
             driver_wakes: (0..4)
                 .map(|i| DriverCycle {
                     wake_ns: i * p + 20_000,
@@ -318,6 +328,7 @@ mod tests {
         assert_eq!(m.eoc_p99, 100.0);
         assert_eq!(m.stamp_p50, 40.0);
         assert_eq!(m.driver_cpu, 10.0);
+        assert_eq!(m.driver_runs, 2.5);
         assert_eq!(m.signal_p50, 1.0);
         assert_eq!(m.drv_wake_p50, 30.0, "traced wake-up -> c1 wake");
         assert_eq!(m.drv_eoc_p50, 70.0);

@@ -24,12 +24,33 @@ pub struct DriverThread {
 
 /// Nanoseconds thread `tid` of process `pid` has run on a CPU.
 pub fn thread_cpu_ns(pid: u32, tid: u32) -> Result<u64, String> {
+    thread_schedstat(pid, tid).map(|s| s.cpu_ns)
+}
+
+/// What the kernel's schedstat of a thread says.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SchedStat {
+    /// Time on a CPU (ns).
+    pub cpu_ns: u64,
+    /// Times it was put on a CPU (each wake-up, and each return after a
+    /// preemption).
+    pub runs: u64,
+}
+
+/// Thread `tid` of process `pid`'s schedstat.
+pub fn thread_schedstat(pid: u32, tid: u32) -> Result<SchedStat, String> {
     let p = format!("/proc/{pid}/task/{tid}/schedstat");
     let s = std::fs::read_to_string(&p).map_err(|e| format!("{p}: {e}"))?;
-    s.split_whitespace()
-        .next()
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| format!("{p}: unexpected contents {s:?}"))
+    parse_schedstat(&s).ok_or_else(|| format!("{p}: unexpected contents {s:?}"))
+}
+
+/// A schedstat line: CPU time (ns), run-queue wait (ns), runs.
+fn parse_schedstat(s: &str) -> Option<SchedStat> {
+    let mut f = s.split_whitespace().map(|v| v.parse::<u64>().ok());
+    let cpu_ns = f.next()??;
+    let _waited_ns = f.next()??;
+    let runs = f.next()??;
+    Some(SchedStat { cpu_ns, runs })
 }
 
 /// The threads of `pid`: (tid, comm, scheduling policy number).
@@ -114,6 +135,31 @@ mod tests {
         }
         assert_eq!(policy_of(&line), 1);
         assert_eq!(policy_of("garbage"), 0);
+    }
+
+    #[test]
+    fn schedstat_fields_in_order() {
+        let s = parse_schedstat("123 456 7\n").unwrap();
+        assert_eq!(
+            s,
+            SchedStat {
+                cpu_ns: 123,
+                runs: 7
+            }
+        );
+        assert_eq!(parse_schedstat("123 456"), None);
+        assert_eq!(parse_schedstat("x 1 2"), None);
+    }
+
+    #[test]
+    fn own_thread_runs_grow_with_its_sleeps() {
+        let (pid, tid) = (std::process::id(), resound_sched::policy::gettid() as u32);
+        let a = thread_schedstat(pid, tid).unwrap();
+        for _ in 0..20 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let b = thread_schedstat(pid, tid).unwrap();
+        assert!(b.runs >= a.runs + 20, "{a:?} then {b:?}");
     }
 
     #[test]
