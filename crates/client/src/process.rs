@@ -13,7 +13,7 @@ use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
 use resound_shm::transport::TransportReader;
-use resound_shm::{client_state, ActivationRecord, NodeStatus, View};
+use resound_shm::{client_state, ActivationRecord, NodeStatus, Table, View};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc::Sender;
 use std::sync::Arc;
@@ -274,17 +274,18 @@ impl RtContext {
                 Poll::Sleep(word, seen) => (Some(word), seen),
                 Poll::Idle => (None, 0),
             };
+            let bound_ns = spin_bound_ns(
+                u64::from(h.early_wake_us.load(Ordering::Relaxed)) * 1000,
+                h.cycle_budget_us(inner.slot),
+                self.work_ns,
+            );
+            let started = view.record(0).map(|d| d.done.load(Ordering::Acquire));
             if let (true, Some(w)) = (slept, word) {
-                let started = view.record(0).map(|d| d.done.load(Ordering::Acquire));
-                let bound_ns = spin_bound_ns(
-                    u64::from(h.early_wake_us.load(Ordering::Relaxed)) * 1000,
-                    h.cycle_budget_us(inner.slot),
-                    self.work_ns,
-                );
                 if bound_ns > 0 && started.is_some() && self.spun_for != started {
                     // Woken before its inputs were ready: by an upstream
-                    // thread starting its cycle early enough to wake us
-                    // (or by a graph change); wait for its release awake.
+                    // thread starting its cycle early enough to wake us,
+                    // by its own timer (the first client), or by a graph
+                    // change; wait for the release awake.
                     self.spun_for = started;
                     let from = monotonic_ns();
                     spin_until_changed(w, seen, (&h.epoch, epoch), bound_ns);
@@ -306,9 +307,46 @@ impl RtContext {
                 }
                 None => 2,
             };
-            futex::wait_any(&words[..n], None);
+            let timer = match (word, started) {
+                (Some(w), Some(started)) => self.first_wake_at(view, w, started, bound_ns),
+                _ => None,
+            };
+            futex::wait_any(&words[..n], timer);
             slept = true;
         }
+    }
+
+    /// When this thread, about to sleep on `word` until the driver releases
+    /// the cycle after `started` (its done word's value), wakes by its own
+    /// timer instead ([`first_wake_at`]); None: it sleeps until released.
+    /// Only the first client in the activation order does, when the
+    /// server asks for it (the header's `first_wake_timer`: `resoundd
+    /// --first-wake`): one thread spinning beside a driver about to
+    /// release, never several taking every CPU from it. Not while
+    /// freewheeling (cycles are not paced), nor when it cannot spin
+    /// (`bound_ns` 0) or spun already for this release. Real-time safe.
+    fn first_wake_at(
+        &self,
+        view: &View,
+        word: &AtomicU32,
+        started: u32,
+        bound_ns: u64,
+    ) -> Option<u64> {
+        let h = view.header();
+        let driver = view.record(0)?;
+        if bound_ns == 0
+            || self.freewheel
+            || h.first_wake_timer.load(Ordering::Relaxed) == 0
+            || !std::ptr::eq(word, &driver.done)
+            || self.spun_for == Some(started)
+            || first_in_order(&view.table(view.current_index())) != Some(self.inner.slot)
+        {
+            return None;
+        }
+        let t = view.timer();
+        let released = driver.release_ns.load(Ordering::Relaxed);
+        let at = first_wake_at(t.start_ns, t.next_start_ns, released, bound_ns);
+        (at > monotonic_ns()).then_some(at)
     }
 
     /// One look at the graph: the cycle to run if its inputs are ready,
@@ -444,6 +482,26 @@ pub(crate) fn spin_bound_ns(header_bound_ns: u64, budget_us: u32, work_ns: u64) 
     header_bound_ns.min(spare / 2)
 }
 
+/// When the first client's timer is set (CLOCK_MONOTONIC ns): `bound_ns`
+/// (how long it may spin) before the driver is expected to release the
+/// cycle that starts at `next_ns`, and not before that start. The release
+/// is expected as long after the start as the driver released the current
+/// cycle (started at `start_ns`, released at `released_ns`) after its
+/// start, at most half a period. Real-time safe.
+pub(crate) fn first_wake_at(start_ns: u64, next_ns: u64, released_ns: u64, bound_ns: u64) -> u64 {
+    let half = next_ns.saturating_sub(start_ns) / 2;
+    let lag = released_ns.saturating_sub(start_ns).min(half);
+    next_ns.saturating_add(lag.saturating_sub(bound_ns))
+}
+
+/// The first client in the graph's activation order (the driver, slot 0,
+/// is not a client). Real-time safe.
+fn first_in_order(table: &Table<'_>) -> Option<u32> {
+    (0..table.order_len())
+        .filter_map(|i| table.order_at(i))
+        .find(|&slot| slot != 0)
+}
+
 /// Spins until `word` no longer holds `seen` or the epoch word (`epoch.0`)
 /// no longer holds `epoch.1`, for at most `bound_ns`; returns whether one
 /// of them changed. Real-time safe (no system call: the clock is read
@@ -533,6 +591,30 @@ mod tests {
         assert_eq!(spin_bound_ns(100_000, 400, 100_000), 100_000, "header's");
         assert_eq!(spin_bound_ns(100_000, 133, 140_000), 0, "no spare");
         assert_eq!(spin_bound_ns(0, 133, 0), 0, "early wake-up off");
+    }
+
+    #[test]
+    fn the_first_clients_timer_is_set_before_the_expected_release() {
+        let (start, next) = (1_000_000, 3_666_000);
+        // Released 80 µs after the start: 30 µs before the release.
+        assert_eq!(
+            first_wake_at(start, next, start + 80_000, 30_000),
+            next + 50_000
+        );
+        // A bound longer than that: at the start, never before.
+        assert_eq!(first_wake_at(start, next, start + 80_000, 100_000), next);
+        // A release long after the start counts half a period at most.
+        assert_eq!(
+            first_wake_at(start, next, next + 5_000_000, 0),
+            next + 1_333_000
+        );
+        // A release from before the start (an older cycle's): no lag.
+        assert_eq!(first_wake_at(start, next, 5, 10), next);
+        assert_eq!(
+            first_wake_at(0, u64::MAX, u64::MAX, 0),
+            u64::MAX,
+            "saturates"
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Early wake-up (`resoundd --early-wake US`): a client whose cycles are
 //! short wakes the client after it as it starts a cycle, and that client
 //! spins for its output instead of sleeping; with `--early-wake 0` the
-//! client after it sleeps until the output is released.
+//! client after it sleeps until the output is released. The first client
+//! of the graph sleeps with a timer set just before the driver's expected
+//! release (`--first-wake timer`; the default under SCHED_FIFO), the
+//! others without one.
 //!
 //! Observed from outside, as a user would: the downstream client's process
 //! thread's state in /proc (running while it spins, sleeping otherwise)
@@ -165,4 +168,114 @@ fn under_a_reservation_the_spin_stops_within_the_budget() {
         late.iter().all(|&s| s == 'S'),
         "b should have stopped spinning (and not be throttled, R) within its budget: {states:?}"
     );
+}
+
+/// The system call thread `comm` of this process is blocked in, with its
+/// arguments, from `/proc/self/task/TID/syscall` ("NR ARG1 … ARG6 SP PC");
+/// None while it runs or if there is no such thread.
+fn blocked_syscall(comm: &str) -> Option<(i64, Vec<u64>)> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if name.trim_end() != comm {
+            continue;
+        }
+        let line = std::fs::read_to_string(t.path().join("syscall")).ok()?;
+        let mut fields = line.split_whitespace();
+        let nr = fields.next()?.parse().ok()?;
+        let args = fields
+            .take(6)
+            .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+            .collect();
+        return Some((nr, args));
+    }
+    None
+}
+
+/// Runs a → b on a server with options `opts` and counts, for each of
+/// a's and b's process threads, how often it was seen asleep in
+/// `futex_waitv` with a timeout and without one.
+fn timed_sleeps(opts: &[&str]) -> [(u32, u32); 2] {
+    let _serial = one_at_a_time();
+    let mut args = opts.to_vec();
+    args.extend(["-d", "dummy", "-p", "256"]);
+    let srv = Srv::start(&args);
+    let a = srv.client("a");
+    let b = srv.client("b");
+    a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
+        .unwrap();
+    b.register_port("in", PortKind::Audio, PortFlags::INPUT)
+        .unwrap();
+    a.activate(|_ps: &mut ProcessScope| Control::Continue)
+        .unwrap();
+    b.activate(|_ps: &mut ProcessScope| Control::Continue)
+        .unwrap();
+    a.connect("a:out", "b:in").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let mut counts = [(0, 0); 2];
+    for _ in 0..400 {
+        for (i, comm) in ["resound-rt:a", "resound-rt:b"].iter().enumerate() {
+            match blocked_syscall(comm) {
+                // futex_waitv(waiters, n, flags, timeout, clock): the
+                // fourth argument points at the timeout, or is NULL.
+                Some((nr, args)) if nr == libc::SYS_futex_waitv && args.len() >= 4 => {
+                    if args[3] != 0 {
+                        counts[i].0 += 1;
+                    } else {
+                        counts[i].1 += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        std::thread::sleep(Duration::from_micros(1500));
+    }
+    eprintln!("{opts:?}: (timed, untimed) sleeps of a, b: {counts:?}");
+    counts
+}
+
+/// a sleeps mostly with its timer set, b never.
+fn assert_only_the_first_is_timed([a, b]: [(u32, u32); 2]) {
+    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
+    // Untimed sleeps happen too: after a spin that ended before a late
+    // release, or when the timer's time has already passed.
+    assert!(
+        a.0 > a.1,
+        "a, first in the graph, should mostly sleep with its timer set: {a:?}"
+    );
+    assert!(b.0 + b.1 >= 50, "b was seen asleep too rarely: {b:?}");
+    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
+}
+
+#[test]
+fn the_first_client_sleeps_with_a_timer_and_the_next_without() {
+    assert_only_the_first_is_timed(timed_sleeps(&["-r", "--first-wake", "timer"]));
+}
+
+#[test]
+fn under_fifo_the_first_client_sleeps_with_a_timer_by_default() {
+    if !can_fifo() {
+        println!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_by_default: SCHED_FIFO not permitted");
+        eprintln!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_by_default: SCHED_FIFO not permitted");
+        return;
+    }
+    assert_only_the_first_is_timed(timed_sleeps(&["--sched", "fifo"]));
+}
+
+#[test]
+fn under_reservations_the_first_client_sleeps_until_released_by_default() {
+    if !deadline_or_skip("under_reservations_the_first_client_sleeps_until_released_by_default") {
+        return;
+    }
+    let [a, b] = timed_sleeps(&["--sched", "deadline"]);
+    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
+    assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
+    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
+}
+
+#[test]
+fn with_first_wake_driver_the_first_client_sleeps_until_released() {
+    let [a, b] = timed_sleeps(&["-r", "--first-wake", "driver"]);
+    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
+    assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
+    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
 }

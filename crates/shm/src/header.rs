@@ -152,6 +152,15 @@ pub struct ControlHeader {
     /// Readers: client process threads, once per cycle at most; a wrong
     /// value only changes how long that reader spins.
     pub cycle_budget_us: [AtomicU32; crate::limits::HARD_MAX_CLIENTS as usize / 2],
+    // ---- layout 9 ----
+    /// 1: the first client in the activation order sleeps with a timer set
+    /// to its early wake-up bound before the driver is expected to release
+    /// the next cycle, and spins for the release (only while
+    /// `early_wake_us` is not 0); 0: it sleeps until the release. Writer:
+    /// the server, once at start-up, before any client maps the header.
+    /// Readers: client process threads, before each sleep on the driver's
+    /// done word (a wrong value changes only when that reader wakes).
+    pub first_wake_timer: AtomicU32,
 }
 
 /// The timer fields of the current cycle, as the driver publishes them

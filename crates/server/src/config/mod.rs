@@ -125,6 +125,18 @@ pub struct ServerArgs {
     /// docs/architecture.md). Default: 100.
     #[arg(long = "early-wake", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub early_wake_us: Option<u32>,
+    /// How the first client of the graph (the first in the activation
+    /// order) is woken each cycle. timer: it sleeps with a timer set to
+    /// its early wake-up bound before the driver is expected to release
+    /// the cycle, and spins for the release, so its wake-up overlaps the
+    /// driver's work and the driver's wake finds it awake; driver: it
+    /// sleeps until the driver releases the cycle; auto (the default):
+    /// timer under SCHED_FIFO (where the driver's higher priority preempts
+    /// a spinning client), driver otherwise (under reservations a client
+    /// that spins may hold the CPU the driver needs). Only with early
+    /// wake-up on (`--early-wake` > 0).
+    #[arg(long = "first-wake", value_name = "HOW", value_enum, default_value_t = FirstWake::Auto)]
+    pub first_wake: FirstWake,
     /// Hold idle CPUs to a wake-up latency of at most US µs while the server
     /// runs (a request on /dev/cpu_dma_latency; 0: idle CPUs poll instead of
     /// sleeping). Threads of the graph then never wait for a CPU to leave a
@@ -181,6 +193,17 @@ pub enum SchedChoice {
     Fifo,
     /// SCHED_OTHER.
     Other,
+}
+
+/// `--first-wake` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FirstWake {
+    /// Timer under SCHED_FIFO, driver otherwise.
+    Auto,
+    /// By its own timer, just before the driver's expected release.
+    Timer,
+    /// By the driver's release.
+    Driver,
 }
 
 /// `--deadlines` values.
@@ -404,6 +427,18 @@ impl ServerArgs {
         self.early_wake_us.unwrap_or(DEFAULT_EARLY_WAKE_US)
     }
 
+    /// Whether the first client sleeps with a timer: with early wake-up on,
+    /// `--first-wake timer`, or `auto` under SCHED_FIFO.
+    pub fn first_wake_timer(&self) -> bool {
+        let fifo = self.wants_realtime() && self.sched == SchedChoice::Fifo;
+        let timer = match self.first_wake {
+            FirstWake::Auto => fifo,
+            FirstWake::Timer => true,
+            FirstWake::Driver => false,
+        };
+        timer && self.early_wake_us() > 0
+    }
+
     fn command_error(kind: clap::error::ErrorKind, msg: impl std::fmt::Display) -> clap::Error {
         use clap::CommandFactory;
         ServerArgs::command().error(kind, msg)
@@ -550,6 +585,30 @@ mod tests {
             p("resoundd --early-wake 20000 -d dummy").is_err(),
             "at most 10 ms"
         );
+    }
+
+    #[test]
+    fn the_first_clients_timer_is_on_under_fifo_or_when_asked_for() {
+        let timer = |args: &str| {
+            p(&format!("resoundd {args} -d dummy"))
+                .unwrap()
+                .server
+                .first_wake_timer()
+        };
+        assert!(timer("--sched fifo"), "auto, under SCHED_FIFO");
+        assert!(!timer(""), "auto, under reservations");
+        assert!(
+            !timer("--sched fifo -r"),
+            "auto, without real-time scheduling"
+        );
+        assert!(timer("--first-wake timer"), "asked for");
+        assert!(timer("--first-wake timer -r"), "asked for");
+        assert!(!timer("--sched fifo --first-wake driver"));
+        assert!(
+            !timer("--sched fifo --early-wake 0"),
+            "only with early wake-up"
+        );
+        assert!(p("resoundd --first-wake soon -d dummy").is_err());
     }
 
     #[test]

@@ -175,6 +175,9 @@ fn create_view(cfg: &Config, caps: Capacities) -> Result<(Arc<View>, std::io::Re
     view.header()
         .early_wake_us
         .store(cfg.server.early_wake_us(), Ordering::Relaxed);
+    view.header()
+        .first_wake_timer
+        .store(cfg.server.first_wake_timer() as u32, Ordering::Relaxed);
     let control = view.control();
     control
         .seal(true)
