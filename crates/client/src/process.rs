@@ -308,7 +308,7 @@ impl RtContext {
                 None => 2,
             };
             let timer = match (word, started) {
-                (Some(w), Some(started)) => self.first_wake_at(view, w, started, bound_ns),
+                (Some(w), Some(started)) => self.own_timer(view, w, started, bound_ns),
                 _ => None,
             };
             futex::wait_any(&words[..n], timer);
@@ -325,13 +325,7 @@ impl RtContext {
     /// release, never several taking every CPU from it. Not while
     /// freewheeling (cycles are not paced), nor when it cannot spin
     /// (`bound_ns` 0) or spun already for this release. Real-time safe.
-    fn first_wake_at(
-        &self,
-        view: &View,
-        word: &AtomicU32,
-        started: u32,
-        bound_ns: u64,
-    ) -> Option<u64> {
+    fn own_timer(&self, view: &View, word: &AtomicU32, started: u32, bound_ns: u64) -> Option<u64> {
         let h = view.header();
         let driver = view.record(0)?;
         if bound_ns == 0
