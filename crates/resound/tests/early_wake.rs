@@ -3,8 +3,8 @@
 //! spins for its output instead of sleeping; with `--early-wake 0` the
 //! client after it sleeps until the output is released. The first client
 //! of the graph sleeps with a timer set just before the driver's expected
-//! release (`--first-wake timer`; the default under SCHED_FIFO), the
-//! others without one.
+//! release with `--first-wake timer`, the others never; by default it
+//! sleeps until the release.
 //!
 //! Observed from outside, as a user would: the downstream client's process
 //! thread's state in /proc (running while it spins, sleeping otherwise)
@@ -252,13 +252,30 @@ fn the_first_client_sleeps_with_a_timer_and_the_next_without() {
 }
 
 #[test]
-fn under_fifo_the_first_client_sleeps_with_a_timer_by_default() {
+fn under_fifo_the_first_client_sleeps_with_a_timer_when_asked() {
     if !can_fifo() {
-        println!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_by_default: SCHED_FIFO not permitted");
-        eprintln!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_by_default: SCHED_FIFO not permitted");
+        println!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_when_asked: SCHED_FIFO not permitted");
+        eprintln!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_when_asked: SCHED_FIFO not permitted");
         return;
     }
-    assert_only_the_first_is_timed(timed_sleeps(&["--sched", "fifo"]));
+    assert_only_the_first_is_timed(timed_sleeps(&["--sched", "fifo", "--first-wake", "timer"]));
+}
+
+#[test]
+fn by_default_the_first_client_sleeps_until_released() {
+    if !can_fifo() {
+        println!(
+            "SKIP by_default_the_first_client_sleeps_until_released: SCHED_FIFO not permitted"
+        );
+        eprintln!(
+            "SKIP by_default_the_first_client_sleeps_until_released: SCHED_FIFO not permitted"
+        );
+        return;
+    }
+    let [a, b] = timed_sleeps(&["--sched", "fifo"]);
+    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
+    assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
+    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
 }
 
 #[test]

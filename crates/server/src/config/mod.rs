@@ -126,16 +126,16 @@ pub struct ServerArgs {
     #[arg(long = "early-wake", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub early_wake_us: Option<u32>,
     /// How the first client of the graph (the first in the activation
-    /// order) is woken each cycle. timer: it sleeps with a timer set to
+    /// order) is woken each cycle. driver (the default): it sleeps until
+    /// the driver releases the cycle; timer: it sleeps with a timer set to
     /// its early wake-up bound before the driver is expected to release
     /// the cycle, and spins for the release, so its wake-up overlaps the
-    /// driver's work and the driver's wake finds it awake; driver: it
-    /// sleeps until the driver releases the cycle; auto (the default):
-    /// timer under SCHED_FIFO (where the driver's higher priority preempts
-    /// a spinning client), driver otherwise (under reservations a client
-    /// that spins may hold the CPU the driver needs). Only with early
-    /// wake-up on (`--early-wake` > 0).
-    #[arg(long = "first-wake", value_name = "HOW", value_enum, default_value_t = FirstWake::Auto)]
+    /// driver's work and the driver's wake finds it awake (less driver CPU
+    /// and an earlier chain; in tests on a 2-CPU virtual machine it lost
+    /// more cycles in machine stalls, and under reservations more blocks:
+    /// see docs/architecture.md). Only with early wake-up on
+    /// (`--early-wake` > 0).
+    #[arg(long = "first-wake", value_name = "HOW", value_enum, default_value_t = FirstWake::Driver)]
     pub first_wake: FirstWake,
     /// Hold idle CPUs to a wake-up latency of at most US µs while the server
     /// runs (a request on /dev/cpu_dma_latency; 0: idle CPUs poll instead of
@@ -198,8 +198,6 @@ pub enum SchedChoice {
 /// `--first-wake` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FirstWake {
-    /// Timer under SCHED_FIFO, driver otherwise.
-    Auto,
     /// By its own timer, just before the driver's expected release.
     Timer,
     /// By the driver's release.
@@ -427,16 +425,10 @@ impl ServerArgs {
         self.early_wake_us.unwrap_or(DEFAULT_EARLY_WAKE_US)
     }
 
-    /// Whether the first client sleeps with a timer: with early wake-up on,
-    /// `--first-wake timer`, or `auto` under SCHED_FIFO.
+    /// Whether the first client sleeps with a timer: `--first-wake timer`,
+    /// with early wake-up on.
     pub fn first_wake_timer(&self) -> bool {
-        let fifo = self.wants_realtime() && self.sched == SchedChoice::Fifo;
-        let timer = match self.first_wake {
-            FirstWake::Auto => fifo,
-            FirstWake::Timer => true,
-            FirstWake::Driver => false,
-        };
-        timer && self.early_wake_us() > 0
+        self.first_wake == FirstWake::Timer && self.early_wake_us() > 0
     }
 
     fn command_error(kind: clap::error::ErrorKind, msg: impl std::fmt::Display) -> clap::Error {
@@ -588,24 +580,21 @@ mod tests {
     }
 
     #[test]
-    fn the_first_clients_timer_is_on_under_fifo_or_when_asked_for() {
+    fn the_first_clients_timer_is_on_only_when_asked_for() {
         let timer = |args: &str| {
             p(&format!("resoundd {args} -d dummy"))
                 .unwrap()
                 .server
                 .first_wake_timer()
         };
-        assert!(timer("--sched fifo"), "auto, under SCHED_FIFO");
-        assert!(!timer(""), "auto, under reservations");
-        assert!(
-            !timer("--sched fifo -r"),
-            "auto, without real-time scheduling"
-        );
+        assert!(!timer(""), "off by default");
+        assert!(!timer("--sched fifo"), "off by default");
         assert!(timer("--first-wake timer"), "asked for");
+        assert!(timer("--first-wake timer --sched fifo"), "asked for");
         assert!(timer("--first-wake timer -r"), "asked for");
-        assert!(!timer("--sched fifo --first-wake driver"));
+        assert!(!timer("--first-wake driver"));
         assert!(
-            !timer("--sched fifo --early-wake 0"),
+            !timer("--first-wake timer --early-wake 0"),
             "only with early wake-up"
         );
         assert!(p("resoundd --first-wake soon -d dummy").is_err());
