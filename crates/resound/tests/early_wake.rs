@@ -34,17 +34,42 @@ const FRAMES: u64 = 1024;
 const PERIOD_NS: u64 = FRAMES * 1_000_000_000 / 48_000;
 const MARGIN_NS: u64 = 1_000_000;
 
-/// The state letter (R, S, …) of the thread of this process named `comm`.
-fn thread_state(comm: &str) -> Option<char> {
+/// The contents of `/proc/self/task/TID/{file}` for the thread of this
+/// process named `comm`.
+fn thread_file(comm: &str, file: &str) -> Option<String> {
     for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
         let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
         if name.trim_end() == comm {
-            let stat = std::fs::read_to_string(t.path().join("stat")).ok()?;
-            // "tid (comm) S ...": the state follows the last ')'.
-            return stat.rsplit(')').next()?.trim_start().chars().next();
+            return std::fs::read_to_string(t.path().join(file)).ok();
         }
     }
     None
+}
+
+/// The state letter (R, S, …) of the thread of this process named `comm`.
+fn thread_state(comm: &str) -> Option<char> {
+    let stat = thread_file(comm, "stat")?;
+    // "tid (comm) S ...": the state follows the last ')'.
+    stat.rsplit(')').next()?.trim_start().chars().next()
+}
+
+/// Clients a and b of `srv`, a's output connected to b's input, both
+/// active: a running `process_a`, b doing nothing.
+fn a_into_b(
+    srv: &Srv,
+    process_a: impl FnMut(&mut ProcessScope) -> Control + Send + 'static,
+) -> (resound_client::Client, resound_client::Client) {
+    let a = srv.client("a");
+    let b = srv.client("b");
+    a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
+        .unwrap();
+    b.register_port("in", PortKind::Audio, PortFlags::INPUT)
+        .unwrap();
+    a.activate(process_a).unwrap();
+    b.activate(|_ps: &mut ProcessScope| Control::Continue)
+        .unwrap();
+    a.connect("a:out", "b:in").unwrap();
+    (a, b)
 }
 
 /// Runs a → b on a server with `--early-wake early_us` and scheduling
@@ -58,19 +83,13 @@ fn states_of_b_while_a_holds(early_us: &str, sched: &[&str]) -> Vec<(Duration, c
     let mut args = sched.to_vec();
     args.extend(["--early-wake", early_us, "-d", "dummy", "-p", &frames]);
     let srv = Srv::start(&args);
-    let a = srv.client("a");
-    let b = srv.client("b");
-    a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
-        .unwrap();
-    b.register_port("in", PortKind::Audio, PortFlags::INPUT)
-        .unwrap();
     let (hold, holding) = (
         Arc::new(AtomicBool::new(false)),
         Arc::new(AtomicBool::new(false)),
     );
     let held_cycle_start = Arc::new(AtomicU64::new(0));
     let (h, hg, start) = (hold.clone(), holding.clone(), held_cycle_start.clone());
-    a.activate(move |ps: &mut ProcessScope| {
+    let _clients = a_into_b(&srv, move |ps: &mut ProcessScope| {
         if h.swap(false, Ordering::AcqRel) {
             start.store(ps.cycle_start_ns(), Ordering::Relaxed);
             hg.store(true, Ordering::Release);
@@ -78,11 +97,7 @@ fn states_of_b_while_a_holds(early_us: &str, sched: &[&str]) -> Vec<(Duration, c
             hg.store(false, Ordering::Release);
         }
         Control::Continue
-    })
-    .unwrap();
-    b.activate(|_ps: &mut ProcessScope| Control::Continue)
-        .unwrap();
-    a.connect("a:out", "b:in").unwrap();
+    });
     // Short cycles for a while: a's last cycle decides whether it wakes b early.
     std::thread::sleep(Duration::from_millis(300));
     assert!(thread_state("resound-rt:b").is_some(), "b's process thread");
@@ -174,21 +189,14 @@ fn under_a_reservation_the_spin_stops_within_the_budget() {
 /// arguments, from `/proc/self/task/TID/syscall` ("NR ARG1 … ARG6 SP PC");
 /// None while it runs or if there is no such thread.
 fn blocked_syscall(comm: &str) -> Option<(i64, Vec<u64>)> {
-    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if name.trim_end() != comm {
-            continue;
-        }
-        let line = std::fs::read_to_string(t.path().join("syscall")).ok()?;
-        let mut fields = line.split_whitespace();
-        let nr = fields.next()?.parse().ok()?;
-        let args = fields
-            .take(6)
-            .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
-            .collect();
-        return Some((nr, args));
-    }
-    None
+    let line = thread_file(comm, "syscall")?;
+    let mut fields = line.split_whitespace();
+    let nr = fields.next()?.parse().ok()?;
+    let args = fields
+        .take(6)
+        .filter_map(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok())
+        .collect();
+    Some((nr, args))
 }
 
 /// Runs a → b on a server with options `opts` and counts, for each of
@@ -199,17 +207,7 @@ fn timed_sleeps(opts: &[&str]) -> [(u32, u32); 2] {
     let mut args = opts.to_vec();
     args.extend(["-d", "dummy", "-p", "256"]);
     let srv = Srv::start(&args);
-    let a = srv.client("a");
-    let b = srv.client("b");
-    a.register_port("out", PortKind::Audio, PortFlags::OUTPUT)
-        .unwrap();
-    b.register_port("in", PortKind::Audio, PortFlags::INPUT)
-        .unwrap();
-    a.activate(|_ps: &mut ProcessScope| Control::Continue)
-        .unwrap();
-    b.activate(|_ps: &mut ProcessScope| Control::Continue)
-        .unwrap();
-    a.connect("a:out", "b:in").unwrap();
+    let _clients = a_into_b(&srv, |_ps: &mut ProcessScope| Control::Continue);
     std::thread::sleep(Duration::from_millis(300));
     let mut counts = [(0, 0); 2];
     for _ in 0..400 {
@@ -246,6 +244,13 @@ fn assert_only_the_first_is_timed([a, b]: [(u32, u32); 2]) {
     assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
 }
 
+/// Neither a nor b ever sleeps with a timer set.
+fn assert_none_is_timed([a, b]: [(u32, u32); 2]) {
+    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
+    assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
+    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
+}
+
 #[test]
 fn the_first_client_sleeps_with_a_timer_and_the_next_without() {
     assert_only_the_first_is_timed(timed_sleeps(&["-r", "--first-wake", "timer"]));
@@ -253,9 +258,7 @@ fn the_first_client_sleeps_with_a_timer_and_the_next_without() {
 
 #[test]
 fn under_fifo_the_first_client_sleeps_with_a_timer_when_asked() {
-    if !can_fifo() {
-        println!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_when_asked: SCHED_FIFO not permitted");
-        eprintln!("SKIP under_fifo_the_first_client_sleeps_with_a_timer_when_asked: SCHED_FIFO not permitted");
+    if !fifo_or_skip("under_fifo_the_first_client_sleeps_with_a_timer_when_asked") {
         return;
     }
     assert_only_the_first_is_timed(timed_sleeps(&["--sched", "fifo", "--first-wake", "timer"]));
@@ -263,19 +266,10 @@ fn under_fifo_the_first_client_sleeps_with_a_timer_when_asked() {
 
 #[test]
 fn by_default_the_first_client_sleeps_until_released() {
-    if !can_fifo() {
-        println!(
-            "SKIP by_default_the_first_client_sleeps_until_released: SCHED_FIFO not permitted"
-        );
-        eprintln!(
-            "SKIP by_default_the_first_client_sleeps_until_released: SCHED_FIFO not permitted"
-        );
+    if !fifo_or_skip("by_default_the_first_client_sleeps_until_released") {
         return;
     }
-    let [a, b] = timed_sleeps(&["--sched", "fifo"]);
-    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
-    assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
-    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
+    assert_none_is_timed(timed_sleeps(&["--sched", "fifo"]));
 }
 
 #[test]
@@ -283,16 +277,10 @@ fn under_reservations_the_first_client_sleeps_until_released_by_default() {
     if !deadline_or_skip("under_reservations_the_first_client_sleeps_until_released_by_default") {
         return;
     }
-    let [a, b] = timed_sleeps(&["--sched", "deadline"]);
-    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
-    assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
-    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
+    assert_none_is_timed(timed_sleeps(&["--sched", "deadline"]));
 }
 
 #[test]
 fn with_first_wake_driver_the_first_client_sleeps_until_released() {
-    let [a, b] = timed_sleeps(&["-r", "--first-wake", "driver"]);
-    assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
-    assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
-    assert_eq!(b.0, 0, "b waits for a without a timer: {b:?}");
+    assert_none_is_timed(timed_sleeps(&["-r", "--first-wake", "driver"]));
 }

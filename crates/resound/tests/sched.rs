@@ -259,8 +259,7 @@ fn refused_reservation_falls_back_for_that_thread_only() {
 #[test]
 fn freewheel_drops_a_fifo_driver_to_other_and_back() {
     let _serial = common::one_at_a_time();
-    if !can_fifo() {
-        eprintln!("SKIP freewheel_drops_a_fifo_driver_to_other_and_back: SCHED_FIFO not permitted");
+    if !fifo_or_skip("freewheel_drops_a_fifo_driver_to_other_and_back") {
         return;
     }
     let srv = Srv::start(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);
@@ -347,8 +346,7 @@ fn freewheel_takes_client_reservations_away_and_gives_them_back() {
 #[test]
 fn fifo_mode_and_other_mode() {
     let _serial = common::one_at_a_time();
-    if !can_fifo() {
-        eprintln!("SKIP fifo_mode_and_other_mode: SCHED_FIFO not permitted");
+    if !fifo_or_skip("fifo_mode_and_other_mode") {
         return;
     }
     let srv = Srv::start(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);

@@ -232,8 +232,7 @@ fn sync_mode_with_reservations() {
 
 #[test]
 fn async_mode_with_sched_fifo() {
-    if !can_fifo() {
-        eprintln!("SKIP async_mode_with_sched_fifo: SCHED_FIFO not permitted");
+    if !fifo_or_skip("async_mode_with_sched_fifo") {
         return;
     }
     hung_client_is_evicted_and_may_come_back(&[

@@ -288,6 +288,18 @@ pub fn call_with_fd(
     }
 }
 
+/// True when this process may use SCHED_FIFO; otherwise prints `SKIP test:
+/// why` (on stdout and stderr, as [`deadline_or_skip`]) and returns false.
+pub fn fifo_or_skip(test: &str) -> bool {
+    if can_fifo() {
+        return true;
+    }
+    let why = "SCHED_FIFO is not permitted for this user (needs CAP_SYS_NICE or an RLIMIT_RTPRIO)";
+    println!("SKIP {test}: {why}");
+    eprintln!("SKIP {test}: {why}");
+    false
+}
+
 /// True when this process may use SCHED_DEADLINE; otherwise prints `SKIP
 /// test: why` (on stdout and stderr, so it shows with and without
 /// `--nocapture`) and returns false.
