@@ -10,7 +10,7 @@ use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
 use resound_shm::cycle::{catch_up_window_ns, next_step, release, Step};
 use resound_shm::sync::AtomicU32;
-use resound_shm::sync::{futex, Ordering};
+use resound_shm::sync::{current_cpu, futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
 use resound_shm::transport::TransportReader;
 use resound_shm::{client_state, ActivationRecord, NodeStatus, Table, View};
@@ -285,12 +285,16 @@ impl RtContext {
                     // Woken before its inputs were ready: by an upstream
                     // thread starting its cycle early enough to wake us,
                     // by its own timer (the first client), or by a graph
-                    // change; wait for the release awake.
+                    // change; wait for the release awake, unless it is the
+                    // driver's and this is the driver's CPU (then sleep on,
+                    // untimed, until it releases).
                     self.spun_for = started;
-                    let from = monotonic_ns();
-                    spin_until_changed(w, seen, (&h.epoch, epoch), bound_ns);
-                    self.spun_ns += monotonic_ns().saturating_sub(from);
-                    continue;
+                    if worth_spinning(view, w) {
+                        let from = monotonic_ns();
+                        spin_until_changed(w, seen, (&h.epoch, epoch), bound_ns);
+                        self.spun_ns += monotonic_ns().saturating_sub(from);
+                        continue;
+                    }
                 }
             }
             rec.status
@@ -488,6 +492,26 @@ pub(crate) fn first_wake_at(start_ns: u64, next_ns: u64, released_ns: u64, bound
     next_ns.saturating_add(lag.saturating_sub(bound_ns))
 }
 
+/// Whether a thread woken before `word` changed should spin for the
+/// change: always for an upstream client's done word; for the driver's,
+/// only on another CPU than the one the driver woke on. On that CPU, a
+/// driver under SCHED_FIFO preempts the spinner anyway, and one under a
+/// reservation may have a later deadline than the spinner, which would
+/// then keep it from running: the spinner sleeps instead, and the
+/// driver's wake-up of a thread on its own CPU is cheap. Real-time safe.
+fn worth_spinning(view: &View, word: &AtomicU32) -> bool {
+    let for_driver = view
+        .record(0)
+        .is_some_and(|driver| std::ptr::eq(word, &driver.done));
+    spin_for(for_driver, view.header().driver_cpu(), current_cpu())
+}
+
+/// [`worth_spinning`]'s rule on plain values: waiting for the driver
+/// (`for_driver`), which woke on `driver_cpu`, on `my_cpu`. Real-time safe.
+fn spin_for(for_driver: bool, driver_cpu: u32, my_cpu: u32) -> bool {
+    !for_driver || driver_cpu != my_cpu
+}
+
 /// The first client in the graph's activation order (the driver, slot 0,
 /// is not a client). Real-time safe.
 fn first_in_order(table: &Table<'_>) -> Option<u32> {
@@ -609,6 +633,13 @@ mod tests {
             u64::MAX,
             "saturates"
         );
+    }
+
+    #[test]
+    fn a_thread_spins_for_the_driver_only_on_another_cpu() {
+        assert!(spin_for(false, 1, 1), "an upstream client: always");
+        assert!(spin_for(true, 0, 1), "the driver elsewhere");
+        assert!(!spin_for(true, 1, 1), "the driver's CPU: sleep");
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::shared::EngineShared;
 use crate::transport::TransportEngine;
 use crate::verdict::Verdict;
 use resound_shm::profile::{cycle_flags, CycleData, ProfileSegment};
-use resound_shm::sync::Ordering;
+use resound_shm::sync::{current_cpu, Ordering};
 use resound_shm::View;
 use std::sync::Arc;
 
@@ -222,6 +222,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             Ok(w) => w,
             Err(fault) => return self.on_fault(cycle, fault),
         };
+        // A client woken early for the release spins for it only on
+        // another CPU than the driver's.
+        h.mark_driver_cpu(current_cpu());
         if self.driver.take_resumed() {
             self.emit(RtEvent::DriverResumed { cycle });
         }

@@ -241,3 +241,23 @@ fn the_dsp_load_is_the_worst_busy_time_of_a_window_smoothed() {
     assert!((load(&rig) - 30.0).abs() < 0.01, "{}", load(&rig));
     assert_eq!(rig.xruns(), 0);
 }
+
+#[test]
+fn the_header_shows_the_cpu_the_driver_woke_on() {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a"],
+        ..Default::default()
+    });
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let before = rustix::thread::sched_getaffinity(None).unwrap();
+    // The last CPU first, so that with two CPUs or more a header never
+    // written (0) cannot pass.
+    for cpu in [cpus - 1, 0] {
+        let mut only = rustix::thread::CpuSet::new();
+        only.set(cpu);
+        rustix::thread::sched_setaffinity(None, &only).unwrap();
+        rig.run(1);
+        assert_eq!(rig.view.header().driver_cpu(), cpu as u32);
+    }
+    rustix::thread::sched_setaffinity(None, &before).unwrap();
+}

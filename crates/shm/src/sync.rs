@@ -58,6 +58,13 @@ pub use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 #[cfg(not(loom))]
 pub use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
+/// The CPU the calling thread runs on (the vDSO's `getcpu`: no system
+/// call). It may move right after; callers use it only to choose between
+/// spinning and sleeping. Real-time safe.
+pub fn current_cpu() -> u32 {
+    rustix::thread::sched_getcpu() as u32
+}
+
 /// The two-state graph switch (see the module docs).
 pub mod switch {
     use super::{AtomicU32, Ordering};
