@@ -129,11 +129,11 @@ pub struct ServerArgs {
     /// order) is woken each cycle. driver (the default): it sleeps until
     /// the driver releases the cycle; timer: it sleeps with a timer set to
     /// its early wake-up bound before the driver is expected to release
-    /// the cycle, and spins for the release, so its wake-up overlaps the
-    /// driver's work and the driver's wake finds it awake (less driver CPU
-    /// and an earlier chain; in tests on a 2-CPU virtual machine it lost
-    /// more cycles in machine stalls, and under reservations more blocks:
-    /// see docs/architecture.md). Only with early wake-up on
+    /// the cycle, and spins for the release (never on the CPU the driver
+    /// woke on), so its wake-up overlaps the driver's work and the
+    /// driver's wake finds it awake: less driver CPU and an earlier chain
+    /// (see docs/architecture.md; not the default until longer runs
+    /// confirm it loses no more cycles). Only with early wake-up on
     /// (`--early-wake` > 0).
     #[arg(long = "first-wake", value_name = "HOW", value_enum, default_value_t = FirstWake::Driver)]
     pub first_wake: FirstWake,
