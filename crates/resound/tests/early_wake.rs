@@ -3,8 +3,8 @@
 //! spins for its output instead of sleeping; with `--early-wake 0` the
 //! client after it sleeps until the output is released. The first client
 //! of the graph sleeps with a timer set just before the driver's expected
-//! release with `--first-wake timer`, the others never; by default it
-//! sleeps until the release.
+//! release (`--first-wake timer`, the default), the others never; with
+//! `--first-wake driver` it sleeps until the release.
 //!
 //! Observed from outside, as a user would: the downstream client's process
 //! thread's state in /proc (running while it spins, sleeping otherwise)
@@ -265,19 +265,24 @@ fn under_fifo_the_first_client_sleeps_with_a_timer_when_asked() {
 }
 
 #[test]
-fn by_default_the_first_client_sleeps_until_released() {
-    if !fifo_or_skip("by_default_the_first_client_sleeps_until_released") {
+fn under_fifo_the_first_client_sleeps_with_a_timer_by_default() {
+    if !fifo_or_skip("under_fifo_the_first_client_sleeps_with_a_timer_by_default") {
         return;
     }
-    assert_none_is_timed(timed_sleeps(&["--sched", "fifo"]));
+    assert_only_the_first_is_timed(timed_sleeps(&["--sched", "fifo"]));
 }
 
 #[test]
-fn under_reservations_the_first_client_sleeps_until_released_by_default() {
-    if !deadline_or_skip("under_reservations_the_first_client_sleeps_until_released_by_default") {
+fn under_reservations_the_first_client_sleeps_with_a_timer_by_default() {
+    if !deadline_or_skip("under_reservations_the_first_client_sleeps_with_a_timer_by_default") {
         return;
     }
-    assert_none_is_timed(timed_sleeps(&["--sched", "deadline"]));
+    assert_only_the_first_is_timed(timed_sleeps(&["--sched", "deadline"]));
+}
+
+#[test]
+fn without_early_wake_no_client_sleeps_with_a_timer() {
+    assert_none_is_timed(timed_sleeps(&["-r", "--early-wake", "0"]));
 }
 
 #[test]

@@ -126,16 +126,15 @@ pub struct ServerArgs {
     #[arg(long = "early-wake", value_name = "US", value_parser = clap::value_parser!(u32).range(0..=10_000))]
     pub early_wake_us: Option<u32>,
     /// How the first client of the graph (the first in the activation
-    /// order) is woken each cycle. driver (the default): it sleeps until
-    /// the driver releases the cycle; timer: it sleeps with a timer set to
-    /// its early wake-up bound before the driver is expected to release
-    /// the cycle, and spins for the release (never on the CPU the driver
-    /// woke on), so its wake-up overlaps the driver's work and the
-    /// driver's wake finds it awake: less driver CPU and an earlier chain
-    /// (see docs/architecture.md; not the default until longer runs
-    /// confirm it loses no more cycles). Only with early wake-up on
-    /// (`--early-wake` > 0).
-    #[arg(long = "first-wake", value_name = "HOW", value_enum, default_value_t = FirstWake::Driver)]
+    /// order) is woken each cycle. timer (the default): it sleeps with a
+    /// timer set to its early wake-up bound before the driver is expected
+    /// to release the cycle, and spins for the release (never on the CPU
+    /// the driver woke on), so its wake-up overlaps the driver's work and
+    /// the driver's wake finds it awake: less driver CPU and an earlier
+    /// chain (see docs/architecture.md); driver: it sleeps until the
+    /// driver releases the cycle, as jackd's clients do. The timer needs
+    /// early wake-up on (`--early-wake` > 0).
+    #[arg(long = "first-wake", value_name = "HOW", value_enum, default_value_t = FirstWake::Timer)]
     pub first_wake: FirstWake,
     /// Hold idle CPUs to a wake-up latency of at most US µs while the server
     /// runs (a request on /dev/cpu_dma_latency; 0: idle CPUs poll instead of
@@ -580,15 +579,17 @@ mod tests {
     }
 
     #[test]
-    fn the_first_clients_timer_is_on_only_when_asked_for() {
+    fn the_first_clients_timer_is_on_unless_early_wake_is_off_or_the_driver_asked_for() {
         let timer = |args: &str| {
             p(&format!("resoundd {args} -d dummy"))
                 .unwrap()
                 .server
                 .first_wake_timer()
         };
-        assert!(!timer(""), "off by default");
-        assert!(!timer("--sched fifo"), "off by default");
+        assert!(timer(""), "on by default");
+        assert!(timer("--sched fifo"), "on by default");
+        assert!(timer("-r"), "on by default");
+        assert!(!timer("--early-wake 0"), "only with early wake-up");
         assert!(timer("--first-wake timer"), "asked for");
         assert!(timer("--first-wake timer --sched fifo"), "asked for");
         assert!(timer("--first-wake timer -r"), "asked for");
