@@ -22,6 +22,7 @@
 use resound_client::prelude::*;
 use resound_client::{Client, Control, PortFlags, PortKind};
 use resound_lab::harness::{Bins, Child, ChildOptions, Server, ServerSpec, StderrMode};
+use resound_shm::sync::current_cpu;
 use resound_shm::sync::futex::{bump_and_wake, wait_changed, Wait};
 use resound_shm::time::{frames_to_ns, monotonic_ns, sleep_until, thread_cpu_ns};
 use resound_shm::ActivationRecord;
@@ -269,12 +270,6 @@ struct RawResult {
     paced_wake_call: Option<Stats>,
     paced_same_cpu: Option<Stats>,
     paced_other_cpu: Option<Stats>,
-}
-
-/// CPU the calling thread runs on.
-fn current_cpu() -> u32 {
-    // SAFETY: sched_getcpu has no preconditions (vDSO call).
-    unsafe { libc::sched_getcpu() }.max(0) as u32
 }
 
 /// Samples of one ping-pong run (ns).
