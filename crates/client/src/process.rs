@@ -8,7 +8,7 @@
 
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
-use resound_shm::cycle::{catch_up_window_ns, next_step, release, Step};
+use resound_shm::cycle::{next_step, release, Step};
 use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{current_cpu, futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
@@ -360,8 +360,7 @@ impl RtContext {
         if table.client_state(slot) != client_state::ACTIVE {
             return Poll::Idle;
         }
-        let early = || early_in_cycle(view);
-        match next_step(view, &table, slot, &driver.done, started, self.last, early) {
+        match next_step(view, &table, slot, &driver.done, started, self.last) {
             Step::Sleep(word, seen) => Poll::Sleep(word, seen),
             Step::Run { tag, signal_ns } => {
                 self.last = Some(tag);
@@ -552,15 +551,6 @@ enum Poll<'v> {
     Sleep(&'v AtomicU32, u32),
     /// Not in the graph: sleep until the graph or the client changes.
     Idle,
-}
-
-/// Whether the cycle the driver started last began less than
-/// [`catch_up_window_ns`] ago, so a node that missed the cycle before may
-/// still run both. Real-time safe (a clock read).
-fn early_in_cycle(view: &View) -> bool {
-    let start = view.timer().start_ns;
-    let period = view.header().period_ns.load(Ordering::Relaxed);
-    monotonic_ns() < start.saturating_add(catch_up_window_ns(period))
 }
 
 /// Stamps this client's record as woken and running for the cycle with

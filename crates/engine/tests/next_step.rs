@@ -2,13 +2,14 @@
 //! (`resound_shm::cycle::next_step`), on the chain
 //! system:capture_1 -> a -> b -> c -> system:playback_1, with the done
 //! words and statuses set by hand: on time, already ran, catching up on a
-//! cycle it woke too late for, and the cases where catching up would read
+//! cycle it or its upstream ran too late for (however late in the next
+//! cycle, and cycles behind), and the cases where catching up would read
 //! data that is gone.
 
 mod common;
 
 use common::{Rig, Setup};
-use resound_shm::cycle::{next_step, Step};
+use resound_shm::cycle::{next_step, Step, MAX_CATCH_UP_CYCLES};
 use resound_shm::sync::Ordering;
 use resound_shm::{NodeStatus, View};
 
@@ -32,16 +33,11 @@ fn node(view: &View, slot: u32, done: u32, status: NodeStatus, cycle: u64) {
 
 /// The step of `slot` when the driver started `started` and the node last ran `last`.
 fn step(rig: &Rig, slot: u32, started: u32, last: Option<u32>) -> String {
-    step_in(rig, slot, started, last, true)
-}
-
-/// As [`step`], saying whether the node is early enough in the cycle to catch up.
-fn step_in(rig: &Rig, slot: u32, started: u32, last: Option<u32>, early: bool) -> String {
     let view = &rig.view;
     let driver = view.record(0).expect("driver record");
     driver.done.store(started, Ordering::Release);
     let table = view.table(view.current_index());
-    match next_step(view, &table, slot, &driver.done, started, last, || early) {
+    match next_step(view, &table, slot, &driver.done, started, last) {
         Step::Run { tag, .. } => format!("run {tag}"),
         Step::Sleep(word, seen) => {
             let whose = (0..8)
@@ -82,15 +78,94 @@ fn a_node_that_woke_after_the_next_cycle_began_first_runs_the_one_it_missed() {
 }
 
 #[test]
-fn a_node_that_wakes_late_in_the_next_cycle_drops_the_one_it_missed() {
+fn a_node_several_cycles_behind_runs_the_one_its_upstream_released_last() {
     let rig = chain();
     let (b, c) = (rig.slot("b"), rig.slot("c"));
+    // A stall: c ran 8, b released 10 late and the driver is at 13 already.
     node(&rig.view, b, 10, NodeStatus::Finished, 10);
-    // Too late in cycle 11 to run 10 and 11: c waits for 11.
-    assert_eq!(
-        step_in(&rig, c, 11, Some(9), false),
-        format!("sleep on {b} at 10")
+    assert_eq!(step(&rig, c, 13, Some(8)), "run 10");
+    // Then nothing until b releases a later one.
+    assert_eq!(step(&rig, c, 13, Some(10)), format!("sleep on {b} at 10"));
+    node(&rig.view, b, 13, NodeStatus::Finished, 13);
+    assert_eq!(step(&rig, c, 13, Some(10)), "run 13");
+}
+
+#[test]
+fn catching_up_reaches_back_a_bounded_number_of_cycles_across_the_tag_wrap() {
+    let rig = chain();
+    let (b, c) = (rig.slot("b"), rig.slot("c"));
+    // The tags wrap: c ran u32::MAX - 1, b released u32::MAX, the driver is at 1.
+    node(
+        &rig.view,
+        b,
+        u32::MAX,
+        NodeStatus::Finished,
+        u64::from(u32::MAX),
     );
+    assert_eq!(
+        step(&rig, c, 1, Some(u32::MAX - 1)),
+        format!("run {}", u32::MAX)
+    );
+    // A cycle further back than the bound is not run (an upstream node
+    // scribbling its done word cannot draw runs from far back).
+    let far = 100;
+    node(&rig.view, b, far, NodeStatus::Finished, u64::from(far));
+    let started = far + MAX_CATCH_UP_CYCLES + 1;
+    assert_eq!(
+        step(&rig, c, started, Some(far - 1)),
+        format!("sleep on {b} at {far}")
+    );
+    assert_eq!(
+        step(&rig, c, started - 1, Some(far - 1)),
+        format!("run {far}")
+    );
+}
+
+#[test]
+fn a_join_whose_inputs_hold_different_cycles_waits_for_the_late_one() {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b", "c"],
+        links: vec![("a:out", "c:in")],
+        ..Default::default()
+    });
+    rig.run(1);
+    let (a, b, c) = (rig.slot("a"), rig.slot("b"), rig.slot("c"));
+    // a is on time at 11, b released only 10: no cycle both hold.
+    node(&rig.view, a, 11, NodeStatus::Finished, 11);
+    node(&rig.view, b, 10, NodeStatus::Finished, 10);
+    assert_eq!(step(&rig, c, 11, Some(9)), format!("sleep on {b} at 10"));
+    node(&rig.view, b, 11, NodeStatus::Finished, 11);
+    assert_eq!(step(&rig, c, 11, Some(9)), "run 11");
+}
+
+#[test]
+fn a_late_branch_does_not_catch_up_on_a_block_its_join_can_no_longer_use() {
+    // a -> b -> c -> d, and a -> d: d joins the late branch b, c with a.
+    let rig = |links| {
+        let mut rig = Rig::new(Setup {
+            chain: vec!["a", "b", "c", "d"],
+            links,
+            ..Default::default()
+        });
+        rig.run(1);
+        rig
+    };
+    let joined = rig(vec![("a:out", "d:in")]);
+    let (a, b, c) = (joined.slot("a"), joined.slot("b"), joined.slot("c"));
+    // b released 10 late; a is on time at 11, so d can never run 10: c
+    // waits for 11 instead of running 10 and being late for 11 too.
+    node(&joined.view, b, 10, NodeStatus::Finished, 10);
+    node(&joined.view, a, 11, NodeStatus::Finished, 11);
+    assert_eq!(step(&joined, c, 11, Some(9)), format!("sleep on {b} at 10"));
+    // a late as well: d can still join 10, so c catches up on it.
+    node(&joined.view, a, 10, NodeStatus::Finished, 10);
+    assert_eq!(step(&joined, c, 11, Some(9)), "run 10");
+    // Without the join, c catches up whatever a does.
+    let chain = rig(Vec::new());
+    let (a, b, c) = (chain.slot("a"), chain.slot("b"), chain.slot("c"));
+    node(&chain.view, b, 10, NodeStatus::Finished, 10);
+    node(&chain.view, a, 11, NodeStatus::Finished, 11);
+    assert_eq!(step(&chain, c, 11, Some(9)), "run 10");
 }
 
 #[test]

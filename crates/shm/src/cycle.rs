@@ -82,16 +82,17 @@ pub enum Step<'a> {
 /// started last (`started`, its done word `driver_done`) and the tag of the
 /// last cycle this node ran (`last`, None before its first):
 ///
-/// - the started cycle, once every upstream node released it;
-/// - **catching up**: a node that ran neither the started cycle nor the one
-///   before (it woke late) runs that previous cycle first, if it is still
-///   early enough in the started cycle to run both (`early_in_cycle`, asked
-///   only then: see [`catch_up_window_ns`]), every upstream node released it and
-///   none has begun a later one (so the outputs it reads still hold that
-///   cycle's data). A node woken late thus passes on the block its upstream
-///   produced instead of dropping it, as jackd's counters let it; the
-///   driver (its capture is already the new cycle's) and a node more than
-///   one cycle behind never do;
+/// - **catching up**: a node that fell behind (it woke or ran late, or its
+///   upstream did) runs the cycle its upstream nodes released last, if that
+///   cycle is after the one it ran last and at most
+///   [`MAX_CATCH_UP_CYCLES`] before the started one, no upstream node has
+///   begun a later one (so the outputs it reads still hold that cycle's
+///   data), and every client it feeds can still use that block
+///   (`joinable_downstream`). A block late anywhere in a chain thus goes
+///   on down it, late, instead of being dropped, as with jackd's
+///   activation counters; the driver (its capture is already the new
+///   cycle's) and a node fed only by it never catch up;
+/// - otherwise the started cycle, once every upstream node released it;
 /// - otherwise, the word to sleep on: an upstream done word not yet at the
 ///   started cycle, or the driver's, when this node already ran it.
 ///
@@ -104,16 +105,13 @@ pub fn next_step<'v>(
     driver_done: &'v AtomicU32,
     started: u32,
     last: Option<u32>,
-    early_in_cycle: impl FnOnce() -> bool,
 ) -> Step<'v> {
-    let previous = started.wrapping_sub(1);
-    if missed_previous(started, last) && early_in_cycle() {
-        if let Readiness::Ready { signal_ns } = readiness(view, table, slot, previous) {
-            if upstream_still_holds(view, table, slot, previous) {
-                return Step::Run {
-                    tag: previous,
-                    signal_ns,
-                };
+    if let Some(tag) = late_cycle(view, table, slot, started, last) {
+        if let Readiness::Ready { signal_ns } = readiness(view, table, slot, tag) {
+            if upstream_still_holds(view, table, slot, tag)
+                && joinable_downstream(view, table, slot, tag)
+            {
+                return Step::Run { tag, signal_ns };
             }
         }
     }
@@ -134,21 +132,56 @@ pub fn next_step<'v>(
     }
 }
 
-/// Whether a node that last ran `last` ran neither `started` nor the cycle
-/// before it (and ran some cycle already): it may catch up. Real-time safe.
+/// How many cycles before the started one a node may still catch up on
+/// ([`next_step`]). A real upstream node releases one cycle per run, so a
+/// late node catches up on one cycle and is on time again; the bound only
+/// limits how many extra runs an upstream node scribbling its done word can
+/// draw from a node that fell far behind.
+pub const MAX_CATCH_UP_CYCLES: u32 = 8;
+
+/// The cycle a node that fell behind may still run ([`next_step`]): the one
+/// its first mapped upstream node released last, when this node ran an
+/// earlier one (and ran one already) and the driver started a later one, at
+/// most [`MAX_CATCH_UP_CYCLES`] later. Whether the other upstream nodes
+/// released it too, [`readiness`] says. Real-time safe.
 #[inline]
-fn missed_previous(started: u32, last: Option<u32>) -> bool {
-    last.is_some_and(|l| l != started && l != started.wrapping_sub(1))
+fn late_cycle(
+    view: &View,
+    table: &Table<'_>,
+    slot: u32,
+    started: u32,
+    last: Option<u32>,
+) -> Option<u32> {
+    let last = last?;
+    let tag = (0..table.up_count(slot))
+        .find_map(|i| table.up_at(slot, i).and_then(|u| view.record(u)))?
+        .done
+        .load(Ordering::Acquire);
+    let after_last = (tag.wrapping_sub(last) as i32) > 0;
+    let in_reach = (1..=MAX_CATCH_UP_CYCLES).contains(&started.wrapping_sub(tag));
+    (after_last && in_reach).then_some(tag)
 }
 
-/// How long after a cycle's start a node may still catch up on the cycle
-/// before it ([`next_step`]): half a period. Later, running both cycles
-/// would make the node late for the started one too, and a chain that
-/// catches up cycle after cycle stays one cycle behind: better to drop
-/// one block and be on time again. Real-time safe.
-#[inline]
-pub fn catch_up_window_ns(period_ns: u64) -> u64 {
-    period_ns / 2
+/// Whether cycle `tag`'s block from node `slot` can still be used by every
+/// client it feeds: none of them has another upstream node (or the
+/// driver's capture) that released a later cycle already, whose outputs no
+/// longer hold `tag`'s data. A join of a late branch and an on-time one can
+/// never run `tag`; catching up on it in the late branch would only make
+/// that branch, and the join, late for the next cycle too. The driver's
+/// playback is not a join (it plays what each end of the graph holds).
+/// Scans the table's edges; only a node that fell behind asks. Real-time
+/// safe.
+fn joinable_downstream(view: &View, table: &Table<'_>, slot: u32, tag: u32) -> bool {
+    (1..table.client_hw())
+        .filter(|&d| table.client_state(d) == client_state::ACTIVE)
+        .filter(|&d| (0..table.up_count(d)).any(|i| table.up_at(d, i) == Some(slot)))
+        .all(|d| {
+            (0..table.up_count(d))
+                .filter_map(|i| table.up_at(d, i))
+                .filter(|&u| u != slot)
+                .filter_map(|u| view.record(u))
+                .all(|r| (r.done.load(Ordering::Acquire).wrapping_sub(tag) as i32) <= 0)
+        })
 }
 
 /// Whether no upstream node of `slot` has begun a cycle after `tag` (none

@@ -56,8 +56,9 @@ impl NodeStatus {
 /// released `k` (their `done` words are `k`). It sleeps on the `done` word
 /// of one upstream node that has not ([`crate::cycle::readiness`]), so each
 /// release wakes exactly the nodes that read it, with one `FUTEX_WAKE`.
-/// A node woken after the driver started `k + 1` may still run `k` first
-/// when its upstream nodes released `k` (see [`crate::cycle::next_step`]).
+/// A node that fell behind (the driver started a later cycle) may still run
+/// `k` when its upstream nodes released `k` and still hold it (see
+/// [`crate::cycle::next_step`]).
 ///
 /// Order within one cycle `k` of a node:
 ///

@@ -83,6 +83,8 @@ pub struct Setup {
     pub loopback: bool,
     /// Client chain: system:capture_1 -> names[0] -> names[1] ... -> system:playback_1.
     pub chain: Vec<&'static str>,
+    /// More connections (source, destination port names), made after the chain's.
+    pub links: Vec<(&'static str, &'static str)>,
     /// The `sched_setattr` seam.
     pub applier: Applier,
 }
@@ -94,6 +96,7 @@ impl Default for Setup {
             mode: Mode::Other,
             loopback: false,
             chain: vec!["a"],
+            links: Vec::new(),
             applier: accept_all,
         }
     }
@@ -215,6 +218,9 @@ impl Rig {
             slots.insert(name.to_string(), slot);
         }
         graph.connect(&prev, "system:playback_1").unwrap();
+        for (src, dst) in &s.links {
+            graph.connect(src, dst).unwrap();
+        }
         publish(&view, &graph);
         let clients = Rc::new(RefCell::new(Clients {
             a_out: graph.port_by_name("a:out"),
