@@ -127,7 +127,8 @@ enum Cmd {
 enum BenchCmd {
     /// Run the same chain of C JACK clients on Debian's jackd2 and on resound (SCHED_FIFO and
     /// reservations), alternated, and print each server's medians and resound/jackd2 ratios:
-    /// end of chain, hops, libjack overhead, data-stamp latency, lost blocks, xruns, driver CPU.
+    /// end of chain, hops, libjack overhead, data-stamp latency, lost blocks (and those the
+    /// client holding them rewrote at once), xruns, driver CPU.
     Jackd(resound_lab::vsjackd::VsJackdArgs),
 }
 

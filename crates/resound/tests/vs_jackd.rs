@@ -119,6 +119,7 @@ fn bench_jackd_tiny() {
         assert!(f("stamp_p50_us") > 0.0, "{r}");
         assert!(f("wake_cpu_p50_us") > 0.0, "{r}");
         assert!(f("lost_blocks") < f("cycles") / 2.0, "{r}");
+        assert!(f("lost_rewritten") <= f("lost_blocks"), "{r}");
         let cpu = f("driver_cpu_us");
         assert!(cpu > 0.0 && cpu < 2_667.0, "driver CPU {cpu} us/cycle: {r}");
         let driver = r["driver_thread"].as_str().unwrap();

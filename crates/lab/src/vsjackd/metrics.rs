@@ -33,6 +33,11 @@ pub struct RunMetrics {
     pub stamp_p99: f64,
     /// Blocks (first client's stamps) that never reached the last client.
     pub lost: u64,
+    /// Of those, blocks whose last holder began its next cycle less than
+    /// [`REWRITE_NS`] after releasing the block: it rewrote its outputs
+    /// before any wake-up of the next client could land, which no
+    /// activation rule can save (the rest were dropped or held up).
+    pub lost_rewritten: u64,
     /// The server's xruns in the window, as the last client's xrun callback counted them.
     pub xruns: u64,
     /// Driver thread CPU per cycle (schedstat difference ÷ cycles).
@@ -54,6 +59,22 @@ pub struct RunMetrics {
 /// A first client's wake-up more than this after the last traced driver
 /// wake-up is not joined to it (the trace missed that cycle's wake-up).
 const PERIOD_BOUND_NS: u64 = 20_000_000;
+
+/// A lost block's last holder that began its next cycle less than this
+/// after releasing the block rewrote it before the next client could wake
+/// ([`RunMetrics::lost_rewritten`]): below the quickest cross-CPU wake-up
+/// seen on these machines.
+pub const REWRITE_NS: u64 = 20_000;
+
+/// Whether the block client `k` (index in `chain`, its upstream at `k − 1`)
+/// never got was rewritten at once by that upstream
+/// ([`RunMetrics::lost_rewritten`]). `recs` are the upstream's records,
+/// in the order it ran them.
+fn rewritten_at_once(held: &Rec, recs: &[Rec]) -> bool {
+    let i = recs.partition_point(|r| r.wake <= held.ret);
+    recs.get(i)
+        .is_some_and(|next| next.wake.saturating_sub(held.sig) < REWRITE_NS)
+}
 
 /// Nearest-rank percentile `p` (0–100) of `v` (sorted here), in µs from ns.
 fn pct(v: &mut [i64], p: f64) -> f64 {
@@ -89,7 +110,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
     let (mut wake_cpu, mut signal, mut stamp) = (Vec::new(), Vec::new(), Vec::new());
     let (mut drv_wake, mut drv_eoc) = (Vec::new(), Vec::new());
     let drv: Vec<u64> = d.driver_wakes.iter().map(|c| c.wake_ns).collect();
-    let mut lost = 0;
+    let (mut lost, mut lost_rewritten) = (0, 0);
     for r1 in &firsts {
         first_wake.push(diff(r1.wake, r1.start));
         // The driver's wake-up that began this cycle: the last one before
@@ -120,7 +141,14 @@ pub fn compute(d: &RunData) -> RunMetrics {
                     drv_eoc.push(diff(rl.ret, w));
                 }
             }
-            None => lost += 1,
+            None => {
+                lost += 1;
+                let k = chain.iter().position(Option::is_none).unwrap_or(0);
+                let held = k.checked_sub(1).and_then(|h| chain[h].map(|r| (h, r)));
+                if held.is_some_and(|(h, r)| rewritten_at_once(r, &d.clients[h].recs)) {
+                    lost_rewritten += 1;
+                }
+            }
         }
     }
     let cycles = firsts.len() as u64;
@@ -141,6 +169,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         stamp_p50: pct(&mut stamp, 50.0),
         stamp_p99: pct(&mut stamp, 99.0),
         lost,
+        lost_rewritten,
         xruns,
         driver_cpu: if cycles == 0 {
             f64::NAN
@@ -231,6 +260,11 @@ pub const METRICS: &[Metric] = &[
         m.stamp_p99
     }),
     count("lost_blocks", "lost blocks (total)", |m| m.lost as f64),
+    count(
+        "lost_rewritten",
+        "  of which rewritten at once (total)",
+        |m| m.lost_rewritten as f64,
+    ),
     count("xruns", "xruns (server's count, total)", |m| m.xruns as f64),
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
         m.driver_cpu
@@ -333,6 +367,61 @@ mod tests {
         assert_eq!(m.drv_wake_p50, 30.0, "traced wake-up -> c1 wake");
         assert_eq!(m.drv_eoc_p50, 70.0);
         assert_eq!(m.drv_eoc_p99, 80.0);
+    }
+
+    #[test]
+    fn a_block_its_holder_rewrote_at_once_is_told_from_one_dropped() {
+        let p = 1_000_000;
+        let recs = |v: Vec<Rec>| ClientRecords {
+            recs: v,
+            ..Default::default()
+        };
+        let c1 = recs(
+            (0..4)
+                .map(|i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
+                .collect(),
+        );
+        // c2 runs block 1 late and begins block 2 4 us after releasing it
+        // (sig = ret + 1 us); after block 3 it idles.
+        let c2 = recs(vec![
+            rec(0, 70_000, 90_000, 50_000, false),
+            rec(p, 2 * p + 60_000, 2 * p + 80_000, p + 50_000, false),
+            rec(
+                2 * p,
+                2 * p + 85_000,
+                2 * p + 100_000,
+                2 * p + 50_000,
+                false,
+            ),
+            rec(3 * p, 3 * p + 70_000, 3 * p + 90_000, 3 * p + 50_000, false),
+        ]);
+        // c3 never gets blocks 1 and 3.
+        let c3 = recs(vec![
+            rec(0, 100_000, 120_000, 50_000, false),
+            rec(
+                2 * p,
+                2 * p + 120_000,
+                2 * p + 140_000,
+                2 * p + 50_000,
+                false,
+            ),
+        ]);
+        let d = RunData {
+            clients: vec![c1, c2, c3],
+            window_ns: (0, 3 * p + 60_000),
+            driver: DriverThread {
+                tid: 1,
+                comm: "x".into(),
+                found_by: "test",
+            },
+            driver_cpu_ns: 0,
+            driver_runs: 0,
+            driver_wakes: Vec::new(),
+            trace_error: None,
+        };
+        let m = compute(&d);
+        assert_eq!(m.lost, 2);
+        assert_eq!(m.lost_rewritten, 1, "block 1 only");
     }
 
     #[test]
