@@ -257,14 +257,6 @@ fn the_first_client_sleeps_with_a_timer_and_the_next_without() {
 }
 
 #[test]
-fn under_fifo_the_first_client_sleeps_with_a_timer_when_asked() {
-    if !fifo_or_skip("under_fifo_the_first_client_sleeps_with_a_timer_when_asked") {
-        return;
-    }
-    assert_only_the_first_is_timed(timed_sleeps(&["--sched", "fifo", "--first-wake", "timer"]));
-}
-
-#[test]
 fn under_fifo_the_first_client_sleeps_with_a_timer_by_default() {
     if !fifo_or_skip("under_fifo_the_first_client_sleeps_with_a_timer_by_default") {
         return;
