@@ -62,14 +62,15 @@ const PERIOD_BOUND_NS: u64 = 20_000_000;
 
 /// A lost block's last holder that began its next cycle less than this
 /// after releasing the block rewrote it before the next client could wake
-/// ([`RunMetrics::lost_rewritten`]): below the quickest cross-CPU wake-up
-/// seen on these machines.
+/// ([`RunMetrics::lost_rewritten`]): well below a futex wake-up of a
+/// thread on the other CPU on these VMs (about 30 µs; the lost blocks of
+/// this kind measured 1–7 µs, the others hundreds).
 pub const REWRITE_NS: u64 = 20_000;
 
-/// Whether the block client `k` (index in `chain`, its upstream at `k − 1`)
-/// never got was rewritten at once by that upstream
-/// ([`RunMetrics::lost_rewritten`]). `recs` are the upstream's records,
-/// in the order it ran them.
+/// Whether `held`, the last record of a block that the next client in the
+/// chain never got, was rewritten at once: its client's next run (in
+/// `recs`, that client's records in the order it ran them) began less than
+/// [`REWRITE_NS`] after `held`'s release ([`RunMetrics::lost_rewritten`]).
 fn rewritten_at_once(held: &Rec, recs: &[Rec]) -> bool {
     let i = recs.partition_point(|r| r.wake <= held.ret);
     recs.get(i)
