@@ -126,6 +126,9 @@ impl Server {
                 return Ok(c);
             }
             if let Some(st) = self.process.exited() {
+                // Its last words (a bad option's message) may still be on
+                // their way through the stderr reader.
+                self.log().wait_closed(Duration::from_secs(2));
                 return Err(format!("resoundd exited ({st}):\n{}", self.log().tail(10)));
             }
             if t0.elapsed() > READY_TIMEOUT {

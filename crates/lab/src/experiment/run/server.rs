@@ -162,10 +162,13 @@ impl AudioServer {
     pub fn check_alive(&mut self) -> Result<(), String> {
         match self {
             AudioServer::Resound { server, .. } => match server.exited() {
-                Some(st) => Err(format!(
-                    "resoundd exited ({st}):\n{}",
-                    server.log().tail(10)
-                )),
+                Some(st) => {
+                    server.log().wait_closed(std::time::Duration::from_secs(2));
+                    Err(format!(
+                        "resoundd exited ({st}):\n{}",
+                        server.log().tail(10)
+                    ))
+                }
                 None => Ok(()),
             },
             AudioServer::Jackd(_) => Ok(()),
