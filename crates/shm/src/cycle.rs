@@ -38,6 +38,26 @@ pub enum Readiness<'a> {
     Ahead,
 }
 
+/// The activation records of the upstream nodes of `slot` that are mapped
+/// here, in table order (one not mapped is skipped: its outputs read as
+/// silence). Real-time safe (no allocation).
+#[inline]
+fn up_records<'v, 't>(
+    view: &'v View,
+    table: &Table<'t>,
+    slot: u32,
+) -> impl Iterator<Item = &'v ActivationRecord> + use<'v, 't> {
+    table.ups(slot).filter_map(|u| view.record(u))
+}
+
+/// Whether cycle tag `a` comes after tag `b`. Tags are the low 32 bits of
+/// the cycle number and wrap; within half their range of each other the
+/// difference tells which is later. Real-time safe.
+#[inline]
+fn tag_after(a: u32, b: u32) -> bool {
+    (a.wrapping_sub(b) as i32) > 0
+}
+
 /// Whether every upstream node of `slot` in `table` (its range in the
 /// table's edges: the driver, for a node fed by it or by nobody, and the
 /// clients feeding it) has released the cycle with tag `tag`. An upstream
@@ -47,13 +67,10 @@ pub enum Readiness<'a> {
 #[inline]
 pub fn readiness<'v>(view: &'v View, table: &Table<'_>, slot: u32, tag: u32) -> Readiness<'v> {
     let mut signal_ns = 0;
-    for i in 0..table.up_count(slot) {
-        let Some(r) = table.up_at(slot, i).and_then(|u| view.record(u)) else {
-            continue;
-        };
+    for r in up_records(view, table, slot) {
         let done = r.done.load(Ordering::Acquire);
         if done != tag {
-            if (done.wrapping_sub(tag) as i32) > 0 {
+            if tag_after(done, tag) {
                 return Readiness::Ahead;
             }
             return Readiness::Behind(&r.done, done);
@@ -153,13 +170,12 @@ fn late_cycle(
     last: Option<u32>,
 ) -> Option<u32> {
     let last = last?;
-    let tag = (0..table.up_count(slot))
-        .find_map(|i| table.up_at(slot, i).and_then(|u| view.record(u)))?
+    let tag = up_records(view, table, slot)
+        .next()?
         .done
         .load(Ordering::Acquire);
-    let after_last = (tag.wrapping_sub(last) as i32) > 0;
     let in_reach = (1..=MAX_CATCH_UP_CYCLES).contains(&started.wrapping_sub(tag));
-    (after_last && in_reach).then_some(tag)
+    (tag_after(tag, last) && in_reach).then_some(tag)
 }
 
 /// Whether cycle `tag`'s block from node `slot` can still be used by every
@@ -174,13 +190,13 @@ fn late_cycle(
 fn joinable_downstream(view: &View, table: &Table<'_>, slot: u32, tag: u32) -> bool {
     (1..table.client_hw())
         .filter(|&d| table.client_state(d) == client_state::ACTIVE)
-        .filter(|&d| (0..table.up_count(d)).any(|i| table.up_at(d, i) == Some(slot)))
+        .filter(|&d| table.ups(d).any(|u| u == slot))
         .all(|d| {
-            (0..table.up_count(d))
-                .filter_map(|i| table.up_at(d, i))
+            table
+                .ups(d)
                 .filter(|&u| u != slot)
                 .filter_map(|u| view.record(u))
-                .all(|r| (r.done.load(Ordering::Acquire).wrapping_sub(tag) as i32) <= 0)
+                .all(|r| !tag_after(r.done.load(Ordering::Acquire), tag))
         })
 }
 
@@ -191,12 +207,10 @@ fn joinable_downstream(view: &View, table: &Table<'_>, slot: u32, tag: u32) -> b
 /// but that window. Real-time safe.
 #[inline]
 fn upstream_still_holds(view: &View, table: &Table<'_>, slot: u32, tag: u32) -> bool {
-    (0..table.up_count(slot))
-        .filter_map(|i| table.up_at(slot, i).and_then(|u| view.record(u)))
-        .all(|r| {
-            let running = r.status.load(Ordering::Acquire) == NodeStatus::Running as u32;
-            !running || r.cycle.load(Ordering::Relaxed) as u32 == tag
-        })
+    up_records(view, table, slot).all(|r| {
+        let running = r.status.load(Ordering::Acquire) == NodeStatus::Running as u32;
+        !running || r.cycle.load(Ordering::Relaxed) as u32 == tag
+    })
 }
 
 /// Whether output port `src` is produced this cycle (its owner runs).

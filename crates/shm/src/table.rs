@@ -256,6 +256,13 @@ impl<'a> Table<'a> {
         ))
     }
 
+    /// The upstream nodes of a node, in table order (each as [`Self::up_at`]
+    /// gives it). Real-time safe (no allocation).
+    #[inline]
+    pub fn ups(self, slot: u32) -> impl Iterator<Item = u32> + 'a {
+        (0..self.up_count(slot)).filter_map(move |i| self.up_at(slot, i))
+    }
+
     /// Uuid of the client in a slot (0 when out of range).
     /// Real-time safe.
     #[inline]
