@@ -309,6 +309,24 @@ mod tests {
         }
     }
 
+    /// A run of these clients' records over `window_ns`, with no driver
+    /// CPU time and no traced driver wake-up.
+    fn run_data(clients: Vec<ClientRecords>, window_ns: (u64, u64)) -> RunData {
+        RunData {
+            clients,
+            window_ns,
+            driver: DriverThread {
+                tid: 1,
+                comm: "x".into(),
+                found_by: "test",
+            },
+            driver_cpu_ns: 0,
+            driver_runs: 0,
+            driver_wakes: Vec::new(),
+            trace_error: None,
+        }
+    }
+
     #[test]
     fn joins_clients_by_stamp_and_counts_lost_blocks() {
         let p = 1_000_000;
@@ -335,13 +353,6 @@ mod tests {
             full: false,
         };
         let d = RunData {
-            clients: vec![c1, c2],
-            window_ns: (0, 3 * p + 60_000),
-            driver: DriverThread {
-                tid: 1,
-                comm: "x".into(),
-                found_by: "test",
-            },
             driver_cpu_ns: 40_000,
             driver_runs: 10,
             driver_wakes: (0..4)
@@ -350,7 +361,7 @@ mod tests {
                     end_ns: None,
                 })
                 .collect(),
-            trace_error: None,
+            ..run_data(vec![c1, c2], (0, 3 * p + 60_000))
         };
         let m = compute(&d);
         assert_eq!(m.cycles, 4);
@@ -407,20 +418,7 @@ mod tests {
                 false,
             ),
         ]);
-        let d = RunData {
-            clients: vec![c1, c2, c3],
-            window_ns: (0, 3 * p + 60_000),
-            driver: DriverThread {
-                tid: 1,
-                comm: "x".into(),
-                found_by: "test",
-            },
-            driver_cpu_ns: 0,
-            driver_runs: 0,
-            driver_wakes: Vec::new(),
-            trace_error: None,
-        };
-        let m = compute(&d);
+        let m = compute(&run_data(vec![c1, c2, c3], (0, 3 * p + 60_000)));
         assert_eq!(m.lost, 2);
         assert_eq!(m.lost_rewritten, 1, "block 1 only");
     }
