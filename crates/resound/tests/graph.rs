@@ -7,13 +7,21 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 const PERIOD: u32 = 256;
+/// How long the chain runs before it is checked.
+const CHAIN_RUN: Duration = Duration::from_secs(2);
+/// How long the default sync chain may run waiting for a light thread.
+const LIGHT_WAIT: Duration = Duration::from_secs(10);
 
 /// counter -> p1..p5 -> check_chain:in (ref from counter), and
 /// p5 -> system:playback_1 -> (loopback) system:capture_1 -> check_loop:in.
 /// Runs the chain for two seconds and checks it; returns the threads seen
 /// on a reservation period shorter than the audio period (light) in the
-/// status, polled every 100 ms.
-fn chain_of_five(sync: bool, server_options: &[&str]) -> BTreeSet<String> {
+/// status, polled every 100 ms. With `await_light` the chain runs on until
+/// a thread was light, for at most `LIGHT_WAIT`: a thread becomes light
+/// only after a full window of cycles without a late wake-up, and a stall
+/// of the virtual machine in the first two seconds (seen in CI: 9.6 ms)
+/// puts every thread back on the full period for a window.
+fn chain_of_five(sync: bool, server_options: &[&str], await_light: bool) -> BTreeSet<String> {
     let p = PERIOD.to_string();
     let mut args = server_options.to_vec();
     if sync {
@@ -55,7 +63,10 @@ fn chain_of_five(sync: bool, server_options: &[&str]) -> BTreeSet<String> {
     }
     let audio_period = resound_shm::time::frames_to_ns(PERIOD as u64, 48_000);
     let mut light = BTreeSet::new();
-    for _ in 0..20 {
+    let started = std::time::Instant::now();
+    while started.elapsed() < CHAIN_RUN
+        || (await_light && light.is_empty() && started.elapsed() < LIGHT_WAIT)
+    {
         std::thread::sleep(Duration::from_millis(100));
         let st = ctl.status().expect("status");
         light.extend(
@@ -114,18 +125,23 @@ fn chain_of_five(sync: bool, server_options: &[&str]) -> BTreeSet<String> {
 fn chain_of_five_processes_is_sample_exact_in_sync_mode() {
     let _serial = common::one_at_a_time();
     let test = "chain_of_five_processes_is_sample_exact_in_sync_mode";
-    let light = chain_of_five(true, &[]);
+    let deadline = resound_sched::deadline_permitted();
+    let light = chain_of_five(true, &[], deadline);
     if !deadline_or_skip(test) {
         return;
     }
-    assert!(!light.is_empty(), "no thread was ever light in two seconds");
+    assert!(
+        !light.is_empty(),
+        "no thread was light in {} s",
+        LIGHT_WAIT.as_secs()
+    );
     eprintln!("light at some point: {light:?}");
 }
 
 #[test]
 fn async_mode_adds_exactly_one_cycle() {
     let _serial = common::one_at_a_time();
-    let _ = chain_of_five(false, &[]);
+    let _ = chain_of_five(false, &[], false);
 }
 
 /// Without light threads (`--light-deadline 100`: every thread on the
@@ -134,7 +150,7 @@ fn async_mode_adds_exactly_one_cycle() {
 #[test]
 fn chain_of_five_is_sample_exact_without_light_threads() {
     let _serial = common::one_at_a_time();
-    let light = chain_of_five(true, &["--light-deadline", "100"]);
+    let light = chain_of_five(true, &["--light-deadline", "100"], false);
     assert!(
         light.is_empty(),
         "light with --light-deadline 100: {light:?}"
@@ -146,7 +162,7 @@ fn chain_of_five_is_sample_exact_without_light_threads() {
 #[test]
 fn chain_of_five_is_sample_exact_with_early_wake_up() {
     let _serial = common::one_at_a_time();
-    let _ = chain_of_five(false, &["--sched", "fifo", "--early-wake", "100"]);
+    let _ = chain_of_five(false, &["--sched", "fifo", "--early-wake", "100"], false);
 }
 
 #[test]
