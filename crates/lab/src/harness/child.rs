@@ -7,6 +7,10 @@ use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// How long [`Child::exited_with_last_words`] waits for the stderr reader
+/// to reach the end of an exited child's stderr.
+const LAST_WORDS_WAIT: Duration = Duration::from_secs(2);
+
 /// What happens to a child's stderr.
 #[derive(Debug, Clone)]
 pub enum StderrMode {
@@ -138,6 +142,15 @@ impl Child {
             self.status = self.child.try_wait().ok().flatten();
         }
         self.status
+    }
+
+    /// Its exit status if it has exited, once its stderr reader has taken
+    /// in the last lines (up to `LAST_WORDS_WAIT`): an error quoting
+    /// the log then holds its last words (a bad option's message).
+    pub fn exited_with_last_words(&mut self) -> Option<ExitStatus> {
+        let st = self.exited()?;
+        self.log.wait_closed(LAST_WORDS_WAIT);
+        Some(st)
     }
 
     /// Sends it `sig` unless it was reaped already.

@@ -78,7 +78,7 @@ impl Jackd {
     fn wait_ready(&mut self, timeout: Duration) -> Result<(), String> {
         let t0 = Instant::now();
         loop {
-            if let Some(st) = self.process.exited() {
+            if let Some(st) = self.process.exited_with_last_words() {
                 return Err(format!(
                     "jackd exited ({st}) before it was ready:\n{}",
                     self.process.log().text()

@@ -125,11 +125,8 @@ impl Server {
             if let Some(c) = self.try_ctl() {
                 return Ok(c);
             }
-            if let Some(st) = self.process.exited() {
-                // Its last words (a bad option's message) may still be on
-                // their way through the stderr reader.
-                self.log().wait_closed(Duration::from_secs(2));
-                return Err(format!("resoundd exited ({st}):\n{}", self.log().tail(10)));
+            if let Some(e) = self.exit_error() {
+                return Err(e);
             }
             if t0.elapsed() > READY_TIMEOUT {
                 return Err(format!(
@@ -173,6 +170,13 @@ impl Server {
     /// Its kept stderr.
     pub fn log(&self) -> &super::StderrLog {
         self.process.log()
+    }
+
+    /// If it has exited: its status and the last lines of its log, as an
+    /// error message.
+    pub fn exit_error(&mut self) -> Option<String> {
+        let st = self.process.exited_with_last_words()?;
+        Some(format!("resoundd exited ({st}):\n{}", self.log().tail(10)))
     }
 
     /// Its exit status if it has exited.

@@ -123,7 +123,7 @@ impl LoadClients {
     pub fn check_alive(&mut self) -> Result<(), String> {
         for r in &mut self.running {
             if let Some(c) = r.child.as_mut() {
-                if let Some(st) = c.exited() {
+                if let Some(st) = c.exited_with_last_words() {
                     return Err(format!(
                         "load client {} exited ({st}):\n{}",
                         r.name,

@@ -161,16 +161,7 @@ impl AudioServer {
     /// An error when the server has exited.
     pub fn check_alive(&mut self) -> Result<(), String> {
         match self {
-            AudioServer::Resound { server, .. } => match server.exited() {
-                Some(st) => {
-                    server.log().wait_closed(std::time::Duration::from_secs(2));
-                    Err(format!(
-                        "resoundd exited ({st}):\n{}",
-                        server.log().tail(10)
-                    ))
-                }
-                None => Ok(()),
-            },
+            AudioServer::Resound { server, .. } => server.exit_error().map_or(Ok(()), Err),
             AudioServer::Jackd(_) => Ok(()),
         }
     }
