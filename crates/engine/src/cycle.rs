@@ -144,7 +144,8 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             // of its upstream, and bumping it too would compound the bumps
             // along a chain.
             let events = &mut self.events;
-            self.res.on_late(v.slot, woken, &mut |e| events.push(e));
+            self.res
+                .on_late(v.slot, woken, v.last_finished, &mut |e| events.push(e));
         }
         any_late
     }

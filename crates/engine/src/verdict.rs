@@ -59,6 +59,11 @@ pub struct Verdict {
     /// CPU time it used in the cycle (ns); only for a finished node whose
     /// figure is already stored for this cycle.
     pub cpu_ns: Option<u64>,
+    /// The last cycle it finished, whichever that was (its record's
+    /// `finished_cycle`): a late node that finished nothing since its last
+    /// xrun made no progress at all (stopped, hung), which more budget
+    /// would not cure.
+    pub last_finished: u64,
 }
 
 impl Verdict {
@@ -72,7 +77,8 @@ impl Verdict {
         inputs: Option<u64>,
     ) -> Verdict {
         let status = r.status.load(Ordering::Relaxed);
-        let finished = r.finished_cycle.load(Ordering::Acquire) == cycle;
+        let last_finished = r.finished_cycle.load(Ordering::Acquire);
+        let finished = last_finished == cycle;
         let signalled = finished || inputs.is_some();
         let outcome = match NodeStatus::from_raw(status) {
             None => Outcome::Corrupt(status),
@@ -100,6 +106,7 @@ impl Verdict {
             awake_ns: stamp(awake, &r.awake_ns),
             finish_ns: stamp(finished, &r.finish_ns),
             cpu_ns: if finished { r.cpu_of(cycle) } else { None },
+            last_finished,
         }
     }
 

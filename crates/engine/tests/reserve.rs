@@ -97,6 +97,98 @@ fn a_late_woken_client_is_bumped_a_late_waiting_one_is_not() {
     }
 }
 
+/// A client stopped or hung inside its callback is late cycle after cycle
+/// without finishing anything: bumped once, not at every cycle (which
+/// would pile its budget up to the maximum); once it finished a cycle
+/// again, its next late cycle bumps it again.
+#[test]
+fn a_client_late_without_progress_is_bumped_once() {
+    let mut rig = deadline_rig();
+    rig.run(30);
+    let a = rig.slot("a");
+    let updates = |rig: &Rig| rig.shared.res[a as usize].updates.load(Ordering::Relaxed);
+    let (before, ba) = (updates(&rig), budget(&rig, a));
+    rig.play("a", Play::Stuck);
+    rig.run(21);
+    assert_eq!(
+        rig.shared.res[a as usize].xruns.load(Ordering::Relaxed),
+        20,
+        "every late cycle is still its xrun"
+    );
+    assert_eq!(updates(&rig), before + 1, "one bump for the whole stall");
+    let once = budget(&rig, a);
+    assert!(once > ba, "{once} <= {ba}");
+    // It finishes a cycle, then is late again: that is a new shortfall.
+    rig.play("a", Play::OnTime);
+    rig.run(1);
+    rig.play("a", Play::Stuck);
+    rig.run(2);
+    assert!(budget(&rig, a) > once, "{} <= {once}", budget(&rig, a));
+}
+
+/// Accepts every policy but refuses a change of an admitted SCHED_DEADLINE
+/// thread, as the kernel does when its bandwidth is used up (EBUSY), and
+/// counts the SCHED_DEADLINE calls per thread id 1001.
+fn refuse_raises(tid: i32, p: &resound_sched::Policy) -> Result<(), i32> {
+    use std::sync::atomic::AtomicU32;
+    static CALLS_1001: AtomicU32 = AtomicU32::new(0);
+    if !matches!(p, resound_sched::Policy::Deadline { .. }) || tid != 1001 {
+        return Ok(());
+    }
+    if CALLS_1001.fetch_add(1, Ordering::Relaxed) == 0 {
+        Ok(())
+    } else {
+        Err(libc::EBUSY)
+    }
+}
+
+/// A refused raise is not asked again at every cycle: the thread keeps
+/// what it has, and the next raise is asked after a pause.
+#[test]
+fn a_refused_raise_is_not_asked_again_every_cycle() {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b"],
+        mode: Mode::Deadline {
+            cfg: ControllerConfig {
+                audio_period_ns: PERIOD_NS,
+                ..Default::default()
+            },
+            fallback_priority: 10,
+        },
+        applier: refuse_raises,
+        ..Default::default()
+    });
+    let a = rig.slot("a");
+    rig.commands
+        .push(Command::Attach { slot: a, tid: 1001 })
+        .unwrap();
+    rig.run(30);
+    let granted = budget(&rig, a);
+    assert!(granted > 0);
+    rig.drain();
+    // Late after finishing the cycle before, 20 times: 20 bumps wanted.
+    for _ in 0..20 {
+        rig.play("a", Play::Stuck);
+        rig.run(1);
+        rig.play("a", Play::OnTime);
+        rig.run(1);
+    }
+    let refused = rig
+        .drain()
+        .into_iter()
+        .filter(|e| matches!(e, RtEvent::Refused { slot, errno, .. } if *slot == a && *errno == libc::EBUSY))
+        .count();
+    assert_eq!(
+        refused,
+        2,
+        "one refusal, then one after the {} cycles' pause",
+        resound_engine::reserve::REFUSED_RAISE_PAUSE
+    );
+    assert_eq!(budget(&rig, a), granted, "it keeps what it had");
+    let s = &rig.shared.res[a as usize];
+    assert_eq!(s.kind.load(Ordering::Relaxed), kind::DEADLINE);
+}
+
 #[test]
 fn a_refusing_kernel_leaves_the_client_on_the_fallback() {
     fn refuse_deadline(_tid: i32, p: &resound_sched::Policy) -> Result<(), i32> {

@@ -193,6 +193,48 @@ fn fixed_budget_stays_put() {
     );
 }
 
+/// A client that wants more than the ledger has left: its controller asks
+/// for the raise again and again, but a refused raise is asked again only
+/// after a pause, and the log says so once a second, not once a cycle.
+#[test]
+fn refused_raises_are_paused_and_logged_once_a_second() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("refused_raises_are_paused_and_logged_once_a_second") {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched",
+        "deadline",
+        "--max-bandwidth",
+        "0.35",
+        "-d",
+        "dummy",
+        "-p",
+        "256",
+    ]);
+    let _hog = srv.tool("hog", &["load", "--busy", "40"]);
+    let t0 = std::time::Instant::now();
+    std::thread::sleep(Duration::from_millis(3000));
+    let st = srv.status();
+    let hog = res(&st, "hog").expect("hog in status");
+    assert_eq!(hog.policy, "SCHED_DEADLINE", "{hog:?}");
+    assert!(st.ledger_used <= 0.35 + 1e-9, "{}", st.ledger_used);
+    let log = srv.log();
+    let refusals = log.lines().filter(|l| l.contains("refused by")).count();
+    let seconds = t0.elapsed().as_secs_f64().ceil() as usize + 1;
+    assert!(
+        refusals >= 1 && refusals <= seconds + 1,
+        "{refusals} refusal lines in about {seconds} s (one a second at most):\n{log}"
+    );
+    assert!(
+        log.contains("more reservation refusal(s) in the last second"),
+        "the rest are summarised:\n{log}"
+    );
+    let c0 = st.cycles;
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(srv.status().cycles > c0 + 30, "the graph keeps running");
+}
+
 #[test]
 fn refused_reservation_falls_back_for_that_thread_only() {
     let _serial = common::one_at_a_time();

@@ -58,6 +58,9 @@ struct Housekeeping {
     suppressed: u64,
     /// Per slot: late cycles in the current window.
     window_late: Vec<u64>,
+    /// Per slot: reservations refused in the current window (the first is
+    /// logged, the rest summarised when the window ends).
+    window_refused: Vec<u64>,
     /// Start of the current one-second window.
     window: Instant,
     /// Whether critical-path deadlines are maintained.
@@ -84,6 +87,7 @@ impl Server {
             logged: 0,
             suppressed: 0,
             window_late: vec![0; slots],
+            window_refused: vec![0; slots],
             window: Instant::now(),
             critical_path: self.deadline_mode
                 && self.cfg.server.deadlines == DeadlineChoice::CriticalPath
@@ -227,7 +231,16 @@ impl Server {
                 asked_ppm,
                 free_ppm,
                 errno,
-            } => self.on_refused(slot, asked_ppm, free_ppm, errno),
+            } => {
+                let seen = hk.window_refused.get_mut(slot as usize);
+                let first = seen.as_ref().is_none_or(|n| **n == 0);
+                if let Some(n) = seen {
+                    *n += 1;
+                }
+                if first {
+                    self.on_refused(slot, asked_ppm, free_ppm, errno);
+                }
+            }
             RtEvent::Fallback { slot, fifo } => {
                 warn!(
                     "{} runs {} instead of a reservation",
@@ -343,6 +356,18 @@ impl Server {
         );
     }
 
+    /// Ends a one-second window of refused reservations: one line per
+    /// thread refused more than once, the first having been logged in full.
+    fn summarise_refusals(&self, refused: &[u64]) {
+        for (slot, &n) in refused.iter().enumerate().filter(|(_, &n)| n > 1) {
+            warn!(
+                "{}: {} more reservation refusal(s) in the last second",
+                self.slot_name(slot as u32),
+                n - 1
+            );
+        }
+    }
+
     /// A client corrupted its activation record: drop it (once).
     fn on_corrupt(&self, slot: u32, status: u32) {
         let mut st = self.lock();
@@ -387,7 +412,9 @@ impl Server {
                 per_client.join(", ")
             );
         }
+        self.summarise_refusals(&hk.window_refused);
         hk.window_late.fill(0);
+        hk.window_refused.fill(0);
         hk.suppressed = 0;
         hk.logged = 0;
         hk.window = Instant::now();
