@@ -436,8 +436,11 @@ fn cli_status_lsp_connect_disconnect() {
         .unwrap();
     assert!(g["active"].as_bool().unwrap());
     let (aw, fi, cpu) = (n(g, "awake_ns"), n(g, "finish_ns"), n(g, "cpu_ns"));
+    // Offsets from the cycle's start, in order: not absolute times, and
+    // not bounded by one period (a cycle run late, on a stalled machine,
+    // ends after it; that is for the bench to measure, not this test).
     assert!(
-        aw <= fi && fi < 3_000_000 && cpu > 0,
+        aw <= fi && fi < 100_000_000 && cpu > 0,
         "plausible last-cycle timings: {g}"
     );
     let text = String::from_utf8(srv.cli(&["status"]).stdout).unwrap();

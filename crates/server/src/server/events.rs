@@ -40,6 +40,19 @@ struct Late {
     wake_delay_us: u32,
 }
 
+/// Counts a refusal of `slot`'s reservation in the current log window;
+/// true for the first one there (logged in full; the rest are summarised
+/// when the window ends). A slot out of range is always logged.
+fn first_refusal_in_window(refused: &mut [u64], slot: u32) -> bool {
+    match refused.get_mut(slot as usize) {
+        Some(n) => {
+            *n += 1;
+            *n == 1
+        }
+        None => true,
+    }
+}
+
 /// How often critical-path deadlines are recomputed.
 const DEADLINE_REFRESH: Duration = Duration::from_millis(250);
 
@@ -232,12 +245,7 @@ impl Server {
                 free_ppm,
                 errno,
             } => {
-                let seen = hk.window_refused.get_mut(slot as usize);
-                let first = seen.as_ref().is_none_or(|n| **n == 0);
-                if let Some(n) = seen {
-                    *n += 1;
-                }
-                if first {
+                if first_refusal_in_window(&mut hk.window_refused, slot) {
                     self.on_refused(slot, asked_ppm, free_ppm, errno);
                 }
             }
