@@ -4,6 +4,7 @@
 mod common;
 
 use common::{Play, Rig, Setup, PERIOD_NS};
+use resound_engine::reserve::Applier;
 use resound_engine::{kind, Command, Mode, RtEvent};
 use resound_sched::ControllerConfig;
 use resound_shm::sync::Ordering;
@@ -32,6 +33,27 @@ fn deadline_rig_with(cfg: ControllerConfig) -> Rig {
             .expect("command ring");
     }
     rig
+}
+
+/// Client "a" alone under reservations with `applier` as `sched_setattr`,
+/// its thread (tid 1001) attached; with its slot.
+fn rig_attaching_a(applier: Applier) -> (Rig, u32) {
+    let mut rig = Rig::new(Setup {
+        mode: Mode::Deadline {
+            cfg: ControllerConfig {
+                audio_period_ns: PERIOD_NS,
+                ..Default::default()
+            },
+            fallback_priority: 10,
+        },
+        applier,
+        ..Default::default()
+    });
+    let a = rig.slot("a");
+    rig.commands
+        .push(Command::Attach { slot: a, tid: 1001 })
+        .expect("command ring");
+    (rig, a)
 }
 
 fn budget(rig: &Rig, slot: u32) -> u64 {
@@ -146,22 +168,7 @@ fn refuse_raises(tid: i32, p: &resound_sched::Policy) -> Result<(), i32> {
 /// what it has, and the next raise is asked after a pause.
 #[test]
 fn a_refused_raise_is_not_asked_again_every_cycle() {
-    let mut rig = Rig::new(Setup {
-        chain: vec!["a", "b"],
-        mode: Mode::Deadline {
-            cfg: ControllerConfig {
-                audio_period_ns: PERIOD_NS,
-                ..Default::default()
-            },
-            fallback_priority: 10,
-        },
-        applier: refuse_raises,
-        ..Default::default()
-    });
-    let a = rig.slot("a");
-    rig.commands
-        .push(Command::Attach { slot: a, tid: 1001 })
-        .unwrap();
+    let (mut rig, a) = rig_attaching_a(refuse_raises);
     rig.run(30);
     let granted = budget(&rig, a);
     assert!(granted > 0);
@@ -197,21 +204,7 @@ fn a_refusing_kernel_leaves_the_client_on_the_fallback() {
             _ => Ok(()),
         }
     }
-    let mut rig = Rig::new(Setup {
-        mode: Mode::Deadline {
-            cfg: ControllerConfig {
-                audio_period_ns: PERIOD_NS,
-                ..Default::default()
-            },
-            fallback_priority: 10,
-        },
-        applier: refuse_deadline,
-        ..Default::default()
-    });
-    let a = rig.slot("a");
-    rig.commands
-        .push(Command::Attach { slot: a, tid: 1001 })
-        .unwrap();
+    let (mut rig, a) = rig_attaching_a(refuse_deadline);
     rig.run(3);
     let s = &rig.shared.res[a as usize];
     assert_eq!(s.kind.load(Ordering::Relaxed), kind::FIFO);

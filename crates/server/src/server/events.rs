@@ -40,17 +40,14 @@ struct Late {
     wake_delay_us: u32,
 }
 
-/// Counts a refusal of `slot`'s reservation in the current log window;
-/// true for the first one there (logged in full; the rest are summarised
-/// when the window ends). A slot out of range is always logged.
-fn first_refusal_in_window(refused: &mut [u64], slot: u32) -> bool {
-    match refused.get_mut(slot as usize) {
-        Some(n) => {
-            *n += 1;
-            *n == 1
-        }
-        None => true,
-    }
+/// Counts one event of `slot` (an xrun, a refusal) in the current
+/// one-second log window's per-slot `counts`: whether it is the slot's first
+/// there (the first is logged, the rest summarised when the window ends);
+/// None for a slot out of range.
+fn first_in_window(counts: &mut [u64], slot: u32) -> Option<bool> {
+    let n = counts.get_mut(slot as usize)?;
+    *n += 1;
+    Some(*n == 1)
 }
 
 /// How often critical-path deadlines are recomputed.
@@ -245,7 +242,7 @@ impl Server {
                 free_ppm,
                 errno,
             } => {
-                if first_refusal_in_window(&mut hk.window_refused, slot) {
+                if first_in_window(&mut hk.window_refused, slot).unwrap_or(true) {
                     self.on_refused(slot, asked_ppm, free_ppm, errno);
                 }
             }
@@ -307,10 +304,7 @@ impl Server {
             if let Some(x) = st.xruns.get_mut(s as usize) {
                 *x += 1;
             }
-            if let Some(w) = hk.window_late.get_mut(s as usize) {
-                news |= *w == 0;
-                *w += 1;
-            }
+            news |= first_in_window(&mut hk.window_late, s).unwrap_or(false);
         }
         hk.late.clear();
         if news && hk.logged < XRUN_WARNINGS_PER_SECOND {
