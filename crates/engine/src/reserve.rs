@@ -653,17 +653,13 @@ impl Reservations {
         last_finished: u64,
         emit: &mut impl FnMut(RtEvent),
     ) {
-        let progressed = match self.bumped_at.get_mut(slot as usize) {
-            Some(at) if *at == Some(last_finished) => false,
-            Some(at) => {
-                if woken {
-                    *at = Some(last_finished);
-                }
-                true
-            }
-            None => false,
-        };
+        let at = slot as usize;
+        let progressed = self
+            .bumped_at
+            .get(at)
+            .is_some_and(|&b| b != Some(last_finished));
         if woken && progressed {
+            self.bumped_at[at] = Some(last_finished);
             self.on_xrun(slot, emit);
         } else if let Some(s) = self.stats.get(slot as usize) {
             s.xruns.fetch_add(1, Ordering::Relaxed);
