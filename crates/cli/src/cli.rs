@@ -495,6 +495,12 @@ pub fn format_status(st: &Status) -> String {
                 "ledger        {:.3} of {:.3} CPU reserved\n",
                 st.ledger_used, st.ledger_capacity
             );
+            if st.ledger_departed > 0.0 {
+                o += &format!(
+                    "              {:.3} of it by threads that left the graph, stopped or hung, until they drop it\n",
+                    st.ledger_departed
+                );
+            }
         }
         if let Some(g) = &st.graph {
             o += &format!(

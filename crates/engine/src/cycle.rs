@@ -197,6 +197,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         shared
             .ledger_ppm
             .store((self.res.ledger_used() * 1e6) as u64, Ordering::Relaxed);
+        shared
+            .departed_ppm
+            .store((self.res.ledger_departed() * 1e6) as u64, Ordering::Relaxed);
     }
 
     /// Step 4 (async): the previous cycle's output goes out now, to be played

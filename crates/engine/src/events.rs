@@ -64,6 +64,28 @@ pub enum RtEvent {
         /// Kernel errno (0: refused by the ledger).
         errno: i32,
     },
+    /// A thread left the graph still under its reservation in the kernel
+    /// (stopped or hung: it can drop it only itself, while running); its
+    /// bandwidth stays in the ledger until it lets go (see
+    /// [`crate::departed`]).
+    StillReserved {
+        /// The slot it left.
+        slot: u32,
+        /// Kernel thread id.
+        tid: i32,
+        /// Bandwidth held, in millionths of a CPU.
+        ppm: u32,
+    },
+    /// A thread of [`RtEvent::StillReserved`] let go of its reservation (or
+    /// is gone): its bandwidth is back in the ledger.
+    LetGo {
+        /// Kernel thread id.
+        tid: i32,
+        /// Bandwidth given back, in millionths of a CPU.
+        ppm: u32,
+        /// About how long it was held after it left the graph (ms).
+        held_ms: u32,
+    },
     /// A client thread whose reservation was refused runs under the fallback policy.
     Fallback {
         /// Slot.

@@ -14,6 +14,7 @@
 
 pub mod clock;
 pub mod cycle;
+pub mod departed;
 pub mod driver;
 pub mod engine;
 pub mod events;

@@ -16,6 +16,7 @@
 //! are the rare `sched_setattr`s. The control side talks to it through a
 //! lock-free command ring ([`Command`]) and reads [`ResStat`] atomics.
 
+use crate::departed::{self, Departed, Prober};
 use crate::events::RtEvent;
 use crate::verdict::Verdict;
 use crate::wake_floor::WakeFloors;
@@ -141,6 +142,11 @@ pub struct Reservations {
     raise_paused_until: Vec<u64>,
     /// Sets a thread's policy (`sched_setattr`; a fake in tests).
     apply: Applier,
+    /// Reads a thread's policy (`sched_getattr`; a fake in tests).
+    probe: Prober,
+    /// Threads that left the graph still under their reservation in the
+    /// kernel; their ledger entries stay until they let go.
+    departed: Departed,
     /// Where [`Command::External`] is answered (None: such requests are ignored).
     external: Option<Arc<crate::ExternalReply>>,
     /// How early in its cycle each slot's thread wakes at best (light
@@ -201,6 +207,8 @@ impl Reservations {
             bumped_at: vec![None; slots],
             raise_paused_until: vec![0; slots],
             apply: apply_rt,
+            probe: departed::probe_rt,
+            departed: Departed::new(slots),
             external: None,
             wake_floors: WakeFloors::new(slots),
             budget_board: None,
@@ -250,6 +258,12 @@ impl Reservations {
     /// Replaces the `sched_setattr` seam (tests: a fake that needs no privileges).
     pub fn with_applier(mut self, apply: Applier) -> Self {
         self.apply = apply;
+        self
+    }
+
+    /// Replaces the `sched_getattr` seam (tests: a fake kernel).
+    pub fn with_prober(mut self, probe: Prober) -> Self {
+        self.probe = probe;
         self
     }
 
@@ -512,6 +526,9 @@ impl Reservations {
         if self.cycles.is_multiple_of(RETRY_CYCLES) && !self.pending.is_empty() {
             self.retry_pending(emit);
         }
+        if self.cycles.is_multiple_of(departed::CHECK_CYCLES) && !self.departed.is_empty() {
+            self.check_departed(emit);
+        }
         self.follow_period(period_ns, emit);
         for (slot, used) in samples {
             if self.tids.get(slot as usize).copied().unwrap_or(0) != 0 {
@@ -570,7 +587,14 @@ impl Reservations {
                     fallback_priority, ..
                 },
             ) if (slot as usize) < self.tids.len() => {
-                self.detach(slot);
+                self.detach(slot, emit);
+                // A thread that comes back while still held (or a new one
+                // with the id of one that died): the kernel replaces a
+                // thread's reservation with the one asked for now, so the
+                // held entry goes and the new one is admitted on its own.
+                if self.departed.forget(tid) {
+                    self.ledger.release(tid);
+                }
                 // A fresh start for the new thread (the slot may be reused), then
                 // the activation bump of Bagnoli's thesis (§3.4.5).
                 self.controllers[slot as usize].reset();
@@ -592,7 +616,9 @@ impl Reservations {
                 };
                 self.set_kind(slot, tid, k);
             }
-            (Command::Detach { slot }, _) if (slot as usize) < self.tids.len() => self.detach(slot),
+            (Command::Detach { slot }, _) if (slot as usize) < self.tids.len() => {
+                self.detach(slot, emit)
+            }
             (Command::SetDeadline { slot, deadline_ns }, Mode::Deadline { .. })
                 if (slot as usize) < self.tids.len() =>
             {
@@ -622,17 +648,67 @@ impl Reservations {
 
     /// Forgets a slot's thread. The thread itself drops its reservation
     /// while running (resetting a sleeping deadline thread from another
-    /// thread can leak admission bandwidth), or exits. Real-time safe.
-    fn detach(&mut self, slot: u32) {
+    /// thread can leak admission bandwidth), or exits; until it has, its
+    /// bandwidth stays in the ledger (see [`crate::departed`]). Real-time safe.
+    fn detach(&mut self, slot: u32, emit: &mut impl FnMut(RtEvent)) {
         self.pending.retain(|&(s, _)| s != slot);
         self.wake_floors.forget(slot);
         let tid = std::mem::replace(&mut self.tids[slot as usize], 0);
         if tid != 0 {
-            self.ledger.release(tid);
+            self.release_or_hold(slot, tid, emit);
         }
         self.bumped_at[slot as usize] = None;
         self.raise_paused_until[slot as usize] = 0;
         self.set_kind(slot, 0, kind::NONE);
+    }
+
+    /// The ledger entry of `tid`, which just left `slot`: let go at once if
+    /// the kernel no longer has the thread under the reservation it was
+    /// given (it dropped it, or is gone), else held until it has. Call
+    /// before the slot's figures are cleared. Real-time safe.
+    fn release_or_hold(&mut self, slot: u32, tid: i32, emit: &mut impl FnMut(RtEvent)) {
+        let Some(bandwidth) = self.ledger.get(tid) else {
+            return;
+        };
+        let s = &self.stats[slot as usize];
+        let (runtime_ns, period_ns) = (
+            s.budget_ns.load(Ordering::Relaxed),
+            s.period_ns.load(Ordering::Relaxed),
+        );
+        if departed::still_holds(self.probe, tid, runtime_ns, period_ns)
+            && self.departed.hold(tid, runtime_ns, period_ns, self.cycles)
+        {
+            emit(RtEvent::StillReserved {
+                slot,
+                tid,
+                ppm: ppm(bandwidth),
+            });
+        } else {
+            self.ledger.release(tid);
+        }
+    }
+
+    /// Lets go of the ledger entries of departed threads the kernel no
+    /// longer has under their reservation. Real-time safe.
+    fn check_departed(&mut self, emit: &mut impl FnMut(RtEvent)) {
+        let (ledger, period_ns, now) = (&mut self.ledger, self.audio_period_ns, self.cycles);
+        self.departed.check(self.probe, |tid, since| {
+            let bandwidth = ledger.release(tid);
+            emit(RtEvent::LetGo {
+                tid,
+                ppm: ppm(bandwidth),
+                held_ms: (now.saturating_sub(since) * period_ns / 1_000_000) as u32,
+            });
+        });
+    }
+
+    /// Bandwidth the ledger holds for threads that left the graph but keep
+    /// their reservation in the kernel (CPUs). Real-time safe.
+    pub fn ledger_departed(&self) -> f64 {
+        self.departed
+            .tids()
+            .filter_map(|tid| self.ledger.get(tid))
+            .sum()
     }
 
     /// A node did not finish its cycle: counted as its xrun. Its budget is

@@ -22,6 +22,9 @@ pub struct EngineShared {
     pub res: Arc<[ResStat]>,
     /// Bandwidth admitted by the ledger, millionths of a CPU.
     pub ledger_ppm: AtomicU64,
+    /// Of `ledger_ppm`, what threads that left the graph still hold in the
+    /// kernel (see [`crate::departed`]), millionths of a CPU.
+    pub departed_ppm: AtomicU64,
     /// Answers to admission requests for threads outside the graph.
     pub external: Arc<ExternalReply>,
 }
@@ -36,6 +39,7 @@ impl EngineShared {
             dropped_events: AtomicU64::new(0),
             res: (0..slots).map(|_| ResStat::default()).collect(),
             ledger_ppm: AtomicU64::new(0),
+            departed_ppm: AtomicU64::new(0),
             external: Arc::new(ExternalReply::default()),
         }
     }

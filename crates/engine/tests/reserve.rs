@@ -296,3 +296,162 @@ fn a_light_client_woken_late_goes_to_the_full_period_before_its_next_wake_up() {
         updates
     );
 }
+
+/// A fake kernel for thread 3001: remembers the reservation last applied
+/// to it, and reports it back while the thread is "stopped" (it cannot
+/// drop it), SCHED_OTHER once it ran and dropped it.
+mod stopped_thread {
+    use resound_sched::Policy;
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+    pub const TID: i32 = 3001;
+    pub static STOPPED: AtomicBool = AtomicBool::new(false);
+    static RUNTIME: AtomicU64 = AtomicU64::new(0);
+    static PERIOD: AtomicU64 = AtomicU64::new(0);
+
+    pub fn apply(tid: i32, p: &Policy) -> Result<(), i32> {
+        if let (
+            TID,
+            Policy::Deadline {
+                runtime_ns,
+                period_ns,
+                ..
+            },
+        ) = (tid, p)
+        {
+            RUNTIME.store(*runtime_ns, Ordering::Relaxed);
+            PERIOD.store(*period_ns, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    pub fn probe(tid: i32) -> Result<Policy, i32> {
+        match tid {
+            TID if STOPPED.load(Ordering::Relaxed) => Ok(Policy::Deadline {
+                runtime_ns: RUNTIME.load(Ordering::Relaxed),
+                deadline_ns: PERIOD.load(Ordering::Relaxed),
+                period_ns: PERIOD.load(Ordering::Relaxed),
+                reclaim: true,
+            }),
+            TID => Ok(Policy::Other),
+            _ => Err(libc::ESRCH),
+        }
+    }
+}
+
+/// Slot `slot`'s reservation in millionths of a CPU.
+fn held_ppm(rig: &Rig, slot: u32) -> u64 {
+    let s = &rig.shared.res[slot as usize];
+    let period = s.period_ns.load(Ordering::Relaxed);
+    if period == 0 {
+        return 0;
+    }
+    (s.budget_ns.load(Ordering::Relaxed) as f64 / period as f64 * 1e6) as u64
+}
+
+fn load(of: &std::sync::atomic::AtomicU64) -> u64 {
+    of.load(Ordering::Relaxed)
+}
+
+/// A thread stopped when it leaves the graph keeps its reservation in the
+/// kernel (only the thread itself can drop it): the ledger keeps its
+/// bandwidth, and says so, until the kernel shows it let go.
+#[test]
+fn a_stopped_thread_keeps_its_bandwidth_in_the_ledger_until_it_lets_go() {
+    let mut rig = Rig::new(Setup {
+        mode: Mode::Deadline {
+            cfg: ControllerConfig {
+                audio_period_ns: PERIOD_NS,
+                ..Default::default()
+            },
+            fallback_priority: 10,
+        },
+        applier: stopped_thread::apply,
+        prober: stopped_thread::probe,
+        ..Default::default()
+    });
+    let a = rig.slot("a");
+    let tid = stopped_thread::TID;
+    rig.commands
+        .push(Command::Attach { slot: a, tid })
+        .expect("command ring");
+    rig.run(30);
+    let held = held_ppm(&rig, a);
+    assert!(held > 0);
+    rig.drain();
+
+    stopped_thread::STOPPED.store(true, std::sync::atomic::Ordering::Relaxed);
+    rig.commands
+        .push(Command::Detach { slot: a })
+        .expect("command ring");
+    rig.run(100);
+    assert_eq!(
+        rig.shared.res[a as usize].kind.load(Ordering::Relaxed),
+        kind::NONE,
+        "the slot is free"
+    );
+    let departed = load(&rig.shared.departed_ppm);
+    assert!(
+        departed.abs_diff(held) <= 1,
+        "held {departed}, a had {held}"
+    );
+    let ledger = load(&rig.shared.ledger_ppm);
+    let driver = held_ppm(&rig, 0);
+    assert!(
+        ledger.abs_diff(driver + held) <= 2,
+        "the ledger still counts a: {ledger} = driver {driver} + a {held}"
+    );
+    let ev = rig.drain();
+    assert!(
+        ev.iter().any(
+            |e| matches!(e, RtEvent::StillReserved { slot, tid: t, .. } if *slot == a && *t == tid)
+        ),
+        "{ev:?}"
+    );
+    assert!(
+        !ev.iter().any(|e| matches!(e, RtEvent::LetGo { .. })),
+        "{ev:?}"
+    );
+
+    // The thread runs again and drops its reservation.
+    stopped_thread::STOPPED.store(false, std::sync::atomic::Ordering::Relaxed);
+    rig.run(resound_engine::departed::CHECK_CYCLES as usize + 1);
+    assert_eq!(load(&rig.shared.departed_ppm), 0);
+    let (ledger, driver) = (load(&rig.shared.ledger_ppm), held_ppm(&rig, 0));
+    assert!(
+        ledger.abs_diff(driver) <= 1,
+        "a's bandwidth is back: the ledger {ledger} holds the driver's {driver} only"
+    );
+    let ev = rig.drain();
+    assert!(
+        ev.iter().any(|e| matches!(e, RtEvent::LetGo { tid: t, ppm, .. } if *t == tid && (*ppm as u64).abs_diff(held) <= 1)),
+        "{ev:?}"
+    );
+}
+
+/// A thread already gone when it leaves the graph (its client died) gives
+/// its bandwidth back at once.
+#[test]
+fn a_thread_gone_when_it_leaves_gives_its_bandwidth_back_at_once() {
+    let mut rig = deadline_rig();
+    rig.run(30);
+    let (a, b) = (rig.slot("a"), rig.slot("b"));
+    rig.drain();
+    rig.commands
+        .push(Command::Detach { slot: a })
+        .expect("command ring");
+    rig.run(1);
+    let (ledger, others) = (
+        load(&rig.shared.ledger_ppm),
+        held_ppm(&rig, 0) + held_ppm(&rig, b),
+    );
+    assert!(
+        ledger.abs_diff(others) <= 2,
+        "ledger {ledger}, driver and b {others}"
+    );
+    assert_eq!(load(&rig.shared.departed_ppm), 0);
+    assert!(!rig
+        .drain()
+        .iter()
+        .any(|e| matches!(e, RtEvent::StillReserved { .. })));
+}

@@ -33,6 +33,11 @@ pub struct Status {
     pub sched: String,
     /// Bandwidth admitted by the server's ledger (CPUs).
     pub ledger_used: f64,
+    /// Of `ledger_used`, what threads that left the graph still hold: the
+    /// kernel keeps a stopped or hung thread's reservation until it runs
+    /// again and drops it, or dies (CPUs).
+    #[serde(default)]
+    pub ledger_departed: f64,
     /// Bandwidth the ledger may admit (CPUs).
     pub ledger_capacity: f64,
     /// One entry per real-time thread of the graph (driver first).

@@ -775,3 +775,105 @@ fn the_ledger_is_back_to_zero_after_a_thousand_kill_9s() {
     );
     drop(survivor);
 }
+
+/// A client stopped with SIGSTOP is evicted, but its thread keeps its
+/// reservation in the kernel (only the thread can drop it): the ledger
+/// keeps that bandwidth, status says so, and the log says it once. When the
+/// client goes on and leaves, or is killed, the ledger lets it go.
+#[test]
+fn a_stopped_evicted_clients_bandwidth_stays_in_the_ledger_until_it_lets_go() {
+    let _serial = common::one_at_a_time();
+    let test = "a_stopped_evicted_clients_bandwidth_stays_in_the_ledger_until_it_lets_go";
+    if !deadline_or_skip(test) {
+        return;
+    }
+    let srv = Srv::start(&[
+        "--sched", "deadline", "-t", "100", "-d", "dummy", "-p", "256",
+    ]);
+    let mut tools = vec![];
+    for name in ["stopped", "killed"] {
+        tools.push(srv.tool(name, &["load", "--busy", "5"]));
+    }
+    wait_for("both reserved", Duration::from_secs(10), || {
+        let st = srv.status();
+        res(&st, "stopped").is_some() && res(&st, "killed").is_some()
+    });
+    let mut tids = vec![];
+    for (tool, name) in tools.iter().zip(["stopped", "killed"]) {
+        let tid = res(&srv.status(), name).unwrap().tid;
+        tids.push(tid);
+        signal(tool.pid(), libc::SIGSTOP);
+    }
+    wait_for("both evicted", Duration::from_secs(10), || {
+        let st = srv.status();
+        res(&st, "stopped").is_none() && res(&st, "killed").is_none()
+    });
+    for &tid in &tids {
+        assert!(
+            matches!(resound_sched::current(tid), Ok(Policy::Deadline { .. })),
+            "the kernel still has thread {tid} under its reservation"
+        );
+    }
+    // Status: the ledger holds the reserved threads' bandwidth plus the two
+    // stopped ones'.
+    let mut seen = String::new();
+    let agreed = (0..40).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        let st = srv.status();
+        let reserved: f64 = st
+            .reservations
+            .iter()
+            .map(|r| r.budget_ns as f64 / r.period_ns as f64)
+            .sum();
+        seen = format!(
+            "ledger {} = reserved {reserved} + departed {}",
+            st.ledger_used, st.ledger_departed
+        );
+        st.ledger_departed > 0.02 && (st.ledger_used - reserved - st.ledger_departed).abs() < 0.005
+    });
+    assert!(agreed, "{seen}");
+    let text = String::from_utf8_lossy(&srv.cli(&["status"]).stdout).to_string();
+    assert!(
+        text.contains("of it by threads that left the graph"),
+        "{text}"
+    );
+    assert_eq!(
+        srv.log()
+            .matches("left the graph still under its reservation")
+            .count(),
+        2,
+        "one line per thread: {}",
+        srv.log()
+    );
+
+    // Killed while stopped: the thread is gone, the kernel gives the
+    // bandwidth back, and so does the ledger.
+    let mut killed = tools.pop().unwrap();
+    killed.kill9();
+    // Let go on: the client finds itself evicted and its thread leaves.
+    let stopped = tools.pop().unwrap();
+    signal(stopped.pid(), libc::SIGCONT);
+    let mut last = 0.0;
+    let back = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        last = srv.status().ledger_departed;
+        last == 0.0
+    });
+    assert!(
+        back,
+        "the departed threads' bandwidth is back: {last} CPU still held"
+    );
+    assert_eq!(
+        srv.log()
+            .matches("dropped its reservation or exited")
+            .count(),
+        2,
+        "{}",
+        srv.log()
+    );
+    assert!(!matches!(
+        resound_sched::current(tids[0]),
+        Ok(Policy::Deadline { .. })
+    ));
+    drop(stopped);
+}

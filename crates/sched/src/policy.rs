@@ -315,6 +315,12 @@ pub fn set_attr(tid: i32, attr: &SchedAttr) -> Result<(), i32> {
 /// Raw `sched_getattr(tid, ...)`: the thread's full attributes, including
 /// its flags (`SCHED_FLAG_RESET_ON_FORK` and, for deadline, `SCHED_FLAG_RECLAIM`).
 pub fn get_attr(tid: i32) -> Result<SchedAttr, SchedError> {
+    get_attr_rt(tid).map_err(|e| SchedError::new(format_args!("sched_getattr(tid {tid})"), e))
+}
+
+/// [`get_attr`] without allocating, also on failure: Err carries the errno
+/// (`ESRCH`: no such thread). Real-time safe.
+pub fn get_attr_rt(tid: i32) -> Result<SchedAttr, i32> {
     let mut a = SchedAttr::default();
     // SAFETY: `a` is a writable sched_attr of ATTR_SIZE bytes; the kernel
     // writes at most `size` (the last argument) bytes into it.
@@ -330,10 +336,7 @@ pub fn get_attr(tid: i32) -> Result<SchedAttr, SchedError> {
     if r == 0 {
         Ok(a)
     } else {
-        Err(SchedError::new(
-            format_args!("sched_getattr(tid {tid})"),
-            errno(),
-        ))
+        Err(errno())
     }
 }
 

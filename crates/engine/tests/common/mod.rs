@@ -4,6 +4,7 @@
 
 #![allow(dead_code)]
 
+use resound_engine::departed::Prober;
 use resound_engine::reserve::Applier;
 use resound_engine::{
     Clock, Command, DummyDriver, Engine, EngineConfig, EngineShared, Mode, Reservations, RtEvent,
@@ -73,6 +74,13 @@ pub fn accept_all(_tid: i32, _p: &resound_sched::Policy) -> Result<(), i32> {
     Ok(())
 }
 
+/// A fake `sched_getattr` for which every thread is gone (as the fake
+/// thread ids of the rigs are in the kernel): a thread that leaves the graph
+/// gives its bandwidth back at once.
+pub fn all_gone(_tid: i32) -> Result<resound_sched::Policy, i32> {
+    Err(libc::ESRCH)
+}
+
 /// Options of a rig.
 pub struct Setup {
     /// Sync mode.
@@ -87,6 +95,8 @@ pub struct Setup {
     pub links: Vec<(&'static str, &'static str)>,
     /// The `sched_setattr` seam.
     pub applier: Applier,
+    /// The `sched_getattr` seam.
+    pub prober: Prober,
 }
 
 impl Default for Setup {
@@ -98,6 +108,7 @@ impl Default for Setup {
             chain: vec!["a"],
             links: Vec::new(),
             applier: accept_all,
+            prober: all_gone,
         }
     }
 }
@@ -237,7 +248,8 @@ impl Rig {
             shared.res.clone(),
             cmd_rx,
         )
-        .with_applier(s.applier);
+        .with_applier(s.applier)
+        .with_prober(s.prober);
         let (tx, rx) = rtrb::RingBuffer::new(1024);
         let clock = SimClock::new(1_000_000_000);
         {

@@ -254,6 +254,16 @@ impl Server {
                 );
             }
             RtEvent::Corrupt { slot, status } => self.on_corrupt(slot, status),
+            RtEvent::StillReserved { slot, tid, ppm } => info!(
+                "{} (thread {tid}) left the graph still under its reservation (stopped or hung: only the thread itself can drop it); its {:.3} CPU stays booked until it does or exits",
+                self.slot_name(slot),
+                ppm as f64 / 1e6
+            ),
+            RtEvent::LetGo { tid, ppm, held_ms } => info!(
+                "thread {tid} dropped its reservation or exited {:.1} s after it left the graph: {:.3} CPU free again",
+                held_ms as f64 / 1e3,
+                ppm as f64 / 1e6
+            ),
         }
     }
 

@@ -63,6 +63,7 @@ impl Server {
             clients,
             sched: self.sched_desc.clone(),
             ledger_used: self.engine.ledger_ppm.load(Ordering::Relaxed) as f64 / 1e6,
+            ledger_departed: self.engine.departed_ppm.load(Ordering::Relaxed) as f64 / 1e6,
             // Also without reservations of its own when threads outside the graph are admitted.
             ledger_capacity: if self.deadline_mode || !st.external.is_empty() {
                 self.ledger_capacity
