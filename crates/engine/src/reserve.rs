@@ -488,7 +488,7 @@ impl Reservations {
         if !cfg.light_shape() || self.tids.get(slot as usize).copied().unwrap_or(0) == 0 {
             return;
         }
-        let c = self.controllers[slot as usize].config();
+        let c = &self.controllers[slot as usize];
         let slack = c.light_slack_ns();
         let (period, margin) = (c.reservation_period_ns(), slack - slack / 8);
         if self.wake_floors.note(slot, offset_ns, period, margin) {

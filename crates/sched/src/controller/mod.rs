@@ -300,6 +300,8 @@ pub struct Controller {
     /// Cycles left in which the thread may not take the light shape, after
     /// [`Controller::leave_light`].
     light_pause: u32,
+    /// Figures derived from `cfg` (recomputed when the audio period changes).
+    geo: Geometry,
 }
 
 /// A feedback cut of the budget is applied only past this many times the
@@ -334,6 +336,7 @@ impl Controller {
             predicted_ns: 0,
             deadline_set: false,
             light_pause: 0,
+            geo: Geometry::of(&cfg),
         };
         c.reset();
         c
@@ -349,7 +352,7 @@ impl Controller {
         self.predicted_ns = 0;
         self.deadline_set = false;
         self.light_pause = 0;
-        let period = self.cfg.reservation_period_ns();
+        let period = self.geo.full_ns;
         self.res = Reservation {
             runtime_ns: 0,
             deadline_ns: period,
@@ -370,14 +373,13 @@ impl Controller {
     /// docs); else the full period and deadline = period (or the one
     /// [`Self::set_deadline`] set). The runtime is at most the deadline.
     fn shape(&self, raw: u64) -> (Reservation, u64) {
-        let full = self.cfg.reservation_period_ns();
-        let (lo, hi) = limits_of(full, &self.cfg);
-        let wanted = raw.clamp(lo, hi);
+        let full = self.geo.full_ns;
+        let wanted = raw.clamp(self.geo.lo_ns, self.geo.hi_ns);
         if self.is_light(wanted) {
             let (period, deadline) = if self.has_light_shape() || self.on_bridge() {
-                (self.cfg.light_period_ns(), self.cfg.light_deadline_ns())
+                (self.geo.light_period_ns, self.geo.light_deadline_ns)
             } else {
-                let bridge = self.cfg.light_bridge_ns();
+                let bridge = self.geo.light_bridge_ns;
                 (bridge, bridge)
             };
             let res = Reservation {
@@ -409,12 +411,12 @@ impl Controller {
     /// Whether the reservation as set is the bridge into the light shape:
     /// deadline = period = the bridge's, short of the full period.
     fn on_bridge(&self) -> bool {
-        let bridge = self.cfg.light_bridge_ns();
+        let bridge = self.geo.light_bridge_ns;
         self.cfg.light_shape()
             && !self.deadline_set
             && self.res.period_ns == bridge
             && self.res.deadline_ns == bridge
-            && bridge < self.cfg.reservation_period_ns()
+            && bridge < self.geo.full_ns
     }
 
     /// Whether a thread with budget `wanted` is light: light shapes on, no
@@ -431,9 +433,9 @@ impl Controller {
             || self.light_pause > 0
             || self.deadline_set
             || self.cfg.fixed_pct.is_some()
-            || self.cfg.effective_multiplier() != 1
+            || self.geo.multiplier != 1
             || !self.predictor.is_full()
-            || wanted > self.cfg.light_deadline_ns()
+            || wanted > self.geo.light_deadline_ns
         {
             return false;
         }
@@ -474,6 +476,22 @@ impl Controller {
         &self.cfg
     }
 
+    /// The reservation period now ([`ControllerConfig::reservation_period_ns`],
+    /// kept from the last change of the audio period).
+    ///
+    /// Real-time safe.
+    pub fn reservation_period_ns(&self) -> u64 {
+        self.geo.full_ns
+    }
+
+    /// The light slack now ([`ControllerConfig::light_slack_ns`], kept from
+    /// the last change of the audio period).
+    ///
+    /// Real-time safe.
+    pub fn light_slack_ns(&self) -> u64 {
+        self.geo.light_slack_ns
+    }
+
     /// Whether the window is still being refilled (after `new`, a flush or a
     /// period change); the budget then only goes up.
     ///
@@ -484,8 +502,7 @@ impl Controller {
 
     /// Fixed budget: fixed_pct of the full period, capped at max_pct (not raised to min_pct).
     fn fixed_ns(&self) -> u64 {
-        let period = self.cfg.reservation_period_ns();
-        let (_, hi) = limits_of(period, &self.cfg);
+        let (period, hi) = (self.geo.full_ns, self.geo.hi_ns);
         let pct = self.cfg.fixed_pct.unwrap_or(self.cfg.initial_pct);
         pct_of(period, pct).clamp(MIN_RUNTIME_NS, hi)
     }
@@ -544,7 +561,7 @@ impl Controller {
         self.light_pause = self.light_pause.saturating_sub(1);
         self.predictor.push(used_ns);
         let per_cycle = self.predictor.predict().unwrap_or(used_ns);
-        self.predicted_ns = per_cycle.saturating_mul(self.cfg.effective_multiplier() as u64);
+        self.predicted_ns = per_cycle.saturating_mul(self.geo.multiplier as u64);
         let mut wanted = scale(self.predicted_ns, 1.0 + self.cfg.overprovision_pct / 100.0);
         if !self.predictor.is_full() {
             wanted = wanted.max(self.wanted_ns);
@@ -566,8 +583,7 @@ impl Controller {
             return None;
         }
         self.predictor.flush();
-        let (lo, _) = limits_of(self.cfg.reservation_period_ns(), &self.cfg);
-        let pct = if self.wanted_ns <= lo {
+        let pct = if self.wanted_ns <= self.geo.lo_ns {
             self.cfg.bump_min_pct
         } else {
             self.cfg.bump_pct
@@ -642,9 +658,10 @@ impl Controller {
             return None;
         }
         let old = self.res;
-        let old_full = self.cfg.reservation_period_ns();
+        let old_full = self.geo.full_ns;
         self.cfg.audio_period_ns = period_ns;
-        let full = self.cfg.reservation_period_ns();
+        self.geo = Geometry::of(&self.cfg);
+        let full = self.geo.full_ns;
         let ratio = full as f64 / old_full.max(1) as f64;
         if self.deadline_set {
             self.res.deadline_ns = scale(old.deadline_ns, ratio);
@@ -688,3 +705,6 @@ fn limits_of(period_ns: u64, cfg: &ControllerConfig) -> (u64, u64) {
 
 #[cfg(test)]
 mod tests;
+
+mod geometry;
+use geometry::Geometry;
