@@ -76,6 +76,9 @@
 
 use crate::policy::{Policy, MIN_RUNTIME_NS};
 use crate::predictor::Predictor;
+use geometry::Geometry;
+
+mod geometry;
 
 /// Initial budget in feedback mode, % of the reservation period, before
 /// anything is known about the thread.
@@ -705,6 +708,3 @@ fn limits_of(period_ns: u64, cfg: &ControllerConfig) -> (u64, u64) {
 
 #[cfg(test)]
 mod tests;
-
-mod geometry;
-use geometry::Geometry;
