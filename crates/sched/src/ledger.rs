@@ -12,6 +12,10 @@
 //! [`crate::policy`]). A reservation admitted here may therefore still be
 //! refused by the kernel (`EBUSY`) for that long; callers should keep the
 //! thread on its fallback policy and try again later rather than give up.
+//! A thread that leaves while stopped or hung keeps its reservation in the
+//! kernel until it runs again (only the thread can drop it); the server's
+//! driver therefore releases such a thread's entry only once the kernel
+//! shows it let go (`resound_engine::departed`).
 //!
 //! Threads: built on the control thread ([`Ledger::from_system`] reads
 //! /proc and /sys); afterwards owned by the driver thread, where
