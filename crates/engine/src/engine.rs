@@ -199,6 +199,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     /// [`Engine::step`] on the engine's own view, which the loop holds once
     /// for the whole run (no reference-count traffic per cycle). Real-time safe.
     fn step_on(&mut self, view: &View) -> bool {
+        self.res.start_cycle();
         let h = view.header();
         let freewheel = h.freewheel.load(Ordering::Acquire) != 0;
         if freewheel != self.was_freewheeling {

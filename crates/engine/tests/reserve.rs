@@ -455,3 +455,90 @@ fn a_thread_gone_when_it_leaves_gives_its_bandwidth_back_at_once() {
         .iter()
         .any(|e| matches!(e, RtEvent::StillReserved { .. })));
 }
+
+thread_local! {
+    /// Thread ids the counting fake `sched_setattr` was called for, on this
+    /// test's thread (the engine steps on it).
+    static APPLIED_FOR: std::cell::RefCell<Vec<i32>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A fake `sched_setattr` that accepts everything and remembers the thread.
+fn counting(tid: i32, _p: &resound_sched::Policy) -> Result<(), i32> {
+    APPLIED_FOR.with(|v| v.borrow_mut().push(tid));
+    Ok(())
+}
+
+/// Client `sched_setattr` calls since the last look (the driver's own left
+/// out: the calling thread, as 0 or by its id).
+fn client_calls_since_last_look(rig: &Rig) -> usize {
+    let driver = rig.shared.res[0].tid.load(Ordering::Relaxed);
+    APPLIED_FOR.with(|v| {
+        v.borrow_mut()
+            .drain(..)
+            .filter(|&t| t != 0 && t != driver)
+            .count()
+    })
+}
+
+/// A change every thread needs at once (here a buffer-size change: every
+/// reservation period follows) is spread over cycles: the driver's own at
+/// once, at most `CHANGES_PER_CYCLE` clients' per cycle, and every client's
+/// within a few cycles. Before, all of them came in one cycle, and on a
+/// real machine the driver then overran its own budget and was throttled
+/// with the whole graph behind it.
+#[test]
+fn a_change_of_every_threads_reservation_is_spread_over_cycles() {
+    use resound_engine::reserve::CHANGES_PER_CYCLE;
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let mut rig = Rig::new(Setup {
+        chain: names.to_vec(),
+        mode: Mode::Deadline {
+            cfg: ControllerConfig {
+                audio_period_ns: PERIOD_NS,
+                ..Default::default()
+            },
+            fallback_priority: 10,
+        },
+        applier: counting,
+        ..Default::default()
+    });
+    let slots: Vec<u32> = names.iter().map(|n| rig.slot(n)).collect();
+    for (i, &slot) in slots.iter().enumerate() {
+        let tid = 1001 + i as i32;
+        rig.commands.push(Command::Attach { slot, tid }).unwrap();
+    }
+    // Attached, windows full, shapes settled.
+    rig.run(300);
+    let before: Vec<u64> = slots.iter().map(|&s| period(&rig, s)).collect();
+    let driver_before = period(&rig, 0);
+    client_calls_since_last_look(&rig);
+
+    // As the server's buffer-size request does.
+    let h = rig.view.header();
+    h.period_ns.store(2 * PERIOD_NS, Ordering::Relaxed);
+    h.buffer_frames.store(2 * common::FRAMES, Ordering::Release);
+    let mut followed_after = None;
+    for cycle in 1..=10 {
+        rig.run(1);
+        let calls = client_calls_since_last_look(&rig);
+        assert!(
+            calls <= CHANGES_PER_CYCLE as usize,
+            "{calls} client reservation changes in cycle {cycle}"
+        );
+        let moved = slots
+            .iter()
+            .zip(&before)
+            .filter(|&(&s, &b)| period(&rig, s) != b)
+            .count();
+        if period(&rig, 0) != driver_before && moved == slots.len() {
+            followed_after = Some(cycle);
+            break;
+        }
+    }
+    let cycles = followed_after.expect("every reservation followed the new period");
+    assert!(
+        cycles > 1,
+        "six clients cannot have followed in one cycle of {CHANGES_PER_CYCLE} changes"
+    );
+    assert_eq!(rig.xruns(), 0);
+}
