@@ -122,9 +122,10 @@ pub struct ControllerConfig {
     /// interrupt per blocking; with deadline = period every thread that
     /// used less than its budget does. A thread whose typical CPU time (the
     /// window's median) is at most (100 − PCT) % of its budget blocks after
-    /// that time under this deadline: that is a light thread (with 10 %
-    /// hysteresis, once its window is full, and its budget within the
-    /// deadline). Others keep the full period and deadline = period, as do
+    /// that time under this deadline: that is a light thread (it becomes
+    /// light at [`LIGHT_ENTRY_FACTOR`] of that share and stays light up to
+    /// [`LIGHT_EXIT_FACTOR`] of it, once its window is full, and its budget
+    /// within the deadline). Others keep the full period and deadline = period, as do
     /// all threads in fixed mode and after [`Controller::set_deadline`].
     pub light_deadline_pct: f64,
     /// `--period-multiplier auto`: the minimum reservation period (ns); an
@@ -307,6 +308,25 @@ pub struct Controller {
     geo: Geometry,
 }
 
+/// A thread becomes light when its median CPU time is at most this share of
+/// the bound (100 − light deadline) % of its budget (see
+/// [`ControllerConfig::light_deadline_pct`]).
+pub const LIGHT_ENTRY_FACTOR: f64 = 0.9;
+
+/// A light thread stays light until its median CPU time passes this many
+/// times the bound (75 % of its budget at the default 50 % light deadline).
+/// Past the bound it arms the kernel's inactive timer in the cycles in which
+/// it uses more than that share, where on the full period it would arm it
+/// in every cycle, so staying light costs nothing; leaving and entering
+/// again costs three `sched_setattr` calls (the exit, the bridge, the light
+/// shape). With the exit at the bound itself, medians around half the
+/// budget (10 × 1 % at 128 frames, where the clients spin for their
+/// inputs) flipped the shape about once a second per thread: replaying a
+/// recorded 10-s window of that load (`controller_replay`), the controllers
+/// returned 507 changes, 130 of them shape changes only; with this factor,
+/// 323 and 12.
+pub const LIGHT_EXIT_FACTOR: f64 = 1.5;
+
 /// A feedback cut of the budget is applied only past this many times the
 /// change threshold (a raise past the threshold itself): hysteresis, so a
 /// prediction hovering around one level does not call `sched_setattr` on
@@ -425,8 +445,8 @@ impl Controller {
     /// Whether a thread with budget `wanted` is light: light shapes on, no
     /// explicit deadline, feedback mode, one audio period per reservation
     /// period, a full window whose median is at most (100 − light deadline)
-    /// % of the budget (90 % of that to become light, so that a median near
-    /// the bound does not flip the shape every cycle), and the budget within
+    /// % of the budget ([`LIGHT_ENTRY_FACTOR`] of that to become light,
+    /// [`LIGHT_EXIT_FACTOR`] of it to stay light), and the budget within
     /// the light deadline. With a multiplier above 1 a thread wakes several
     /// times per reservation period, every wake-up after the first one past
     /// a short deadline, and the kernel would hold each until the period's
@@ -446,7 +466,11 @@ impl Controller {
             return false;
         };
         let spare = 1.0 - self.cfg.light_deadline_pct / 100.0;
-        let hysteresis = if self.has_light_shape() { 1.0 } else { 0.9 };
+        let hysteresis = if self.has_light_shape() {
+            LIGHT_EXIT_FACTOR
+        } else {
+            LIGHT_ENTRY_FACTOR
+        };
         let bound = wanted as f64 * spare * hysteresis;
         (typical as f64) <= bound
     }

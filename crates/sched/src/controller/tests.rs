@@ -527,3 +527,28 @@ fn reset_restores_the_initial_state() {
     );
     assert!(c.warming_up());
 }
+
+/// A light thread whose median rises past half its budget stays light up to
+/// three quarters of it (each exit and return costs three `sched_setattr`
+/// calls, and on the full period it would arm the inactive timer at every
+/// cycle anyway); past that it leaves, and comes back only under 45 %.
+#[test]
+fn a_light_thread_stays_light_up_to_three_quarters_of_its_budget() {
+    let mut c = converged_with(light(), 30_000);
+    assert_eq!(c.reservation(), LIGHT);
+    // 80 µs a cycle: 60 % of the minimum budget, which stays the budget.
+    assert_eq!(run(&mut c, 80_000, 200), vec![]);
+    // 110 µs: 82 %.
+    run(&mut c, 110_000, 200);
+    let full = Reservation {
+        runtime_ns: 133_333,
+        deadline_ns: P,
+        period_ns: P,
+    };
+    assert_eq!(c.reservation(), full);
+    // 80 µs again: not light again at 60 %...
+    assert_eq!(run(&mut c, 80_000, 200), vec![]);
+    // ...but at 37.5 %, through the bridge.
+    let back: Vec<Reservation> = run(&mut c, 50_000, 200).into_iter().map(|x| x.1).collect();
+    assert_eq!(back, vec![BRIDGE, LIGHT]);
+}
