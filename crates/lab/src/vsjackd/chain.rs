@@ -176,7 +176,12 @@ fn start_server(spec: &RunSpec, bins: &Bins) -> Result<Running, String> {
 
 /// Runs the chain once on a fresh server.
 pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunData, String> {
-    let libjack = libjack_dir(bins)?;
+    let bins = &spec.server.bins(bins);
+    // Another build's clients use that build's libjack.
+    let libjack = match &spec.server.build {
+        Some(dir) => dir.clone(),
+        None => libjack_dir(bins)?,
+    };
     std::fs::create_dir_all(&spec.dir).map_err(|e| format!("{}: {e}", spec.dir.display()))?;
     let server = start_server(spec, bins)?;
     let record_s = (spec.warmup + spec.window).as_secs_f64() + 30.0;

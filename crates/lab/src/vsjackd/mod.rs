@@ -72,6 +72,13 @@ pub struct VsJackdArgs {
         allow_hyphen_values = true
     )]
     pub variants: Vec<String>,
+    /// Also run another build of resound: the resoundd and libjack.so.0 in
+    /// DIR (e.g. another checkout's target/release), with their defaults
+    /// and any --server-arg, labelled resound-NAME, alternated with the
+    /// other servers (repeat for several): two versions of the code side by
+    /// side in one run.
+    #[arg(long = "build", value_name = "NAME=DIR")]
+    pub builds: Vec<String>,
     /// Directory for runs.csv, runs.json, table.txt and the compiled load client.
     #[arg(long, default_value = "vs-jackd")]
     pub out: PathBuf,
@@ -99,7 +106,7 @@ struct Plan {
 }
 
 fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
-    let contenders = servers::parse_all(&a.servers, &a.variants)?;
+    let contenders = servers::parse_all(&a.servers, &a.variants, &a.builds)?;
     if let Some(l) = a.load.iter().find(|l| !(0.0..=90.0).contains(*l)) {
         return Err(format!("--load {l}: each load must be 0 to 90 percent"));
     }
@@ -218,7 +225,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
         "clients": a.clients, "loads_pct": a.load, "rate": a.rate, "frames": a.frames,
         "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
         "cpu_dma_latency_us": a.cpu_dma_latency_us, "server_args": a.server_args,
-        "servers": p.contenders.iter().map(|k| json!({"label": k.label, "resoundd_options": k.options})).collect::<Vec<_>>(),
+        "servers": p.contenders.iter().map(|k| json!({"label": k.label, "resoundd_options": k.options, "build": k.build})).collect::<Vec<_>>(),
     });
     let write = |name: &str, body: String| {
         let f = a.out.join(name);

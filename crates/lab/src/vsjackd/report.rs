@@ -128,6 +128,10 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
     for k in contenders.iter().filter(|k| !k.options.is_empty()) {
         o += &format!("  {}: resoundd {}\n", k.label, k.options.join(" "));
     }
+    for k in contenders.iter() {
+        let Some(dir) = &k.build else { continue };
+        o += &format!("  {}: the build in {}\n", k.label, dir.display());
+    }
     for r in rs.iter().filter(|r| r.load == load) {
         if let Err(e) = &r.metrics {
             o += &format!("  run {} {} failed: {e}\n", r.run + 1, r.server.label);

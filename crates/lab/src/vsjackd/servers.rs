@@ -1,8 +1,12 @@
 //! The servers a bench compares: Debian's jackd2, resound with SCHED_FIFO,
-//! resound with reservations (`--servers`), and named variants of resound
+//! resound with reservations (`--servers`), named variants of resound
 //! with extra resoundd options (`--variant NAME=OPTIONS`), so that two
-//! resound settings are measured side by side in one run. Parsed on the
-//! bench's main thread.
+//! resound settings are measured side by side in one run, and other builds
+//! of resound (`--build NAME=DIR`: another checkout's `target/release`), so
+//! that two versions of the code are. Parsed on the bench's main thread.
+
+use crate::harness::Bins;
+use std::path::{Path, PathBuf};
 
 /// What a server is built from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -27,6 +31,9 @@ pub struct Contender {
     pub label: String,
     /// resoundd options of a variant (empty otherwise).
     pub options: Vec<String>,
+    /// The directory of another build's `resoundd` and `libjack.so.0`
+    /// (None: this build's).
+    pub build: Option<PathBuf>,
 }
 
 /// The label of Debian's jackd2, whom the ratios divide by.
@@ -45,6 +52,7 @@ impl Contender {
             base,
             label: label.into(),
             options: Vec::new(),
+            build: None,
         }
     }
 
@@ -65,21 +73,7 @@ impl Contender {
     /// `resound-NAME`, started with OPTIONS (split at white space) on top of
     /// its defaults.
     pub fn variant(spec: &str) -> Result<Contender, String> {
-        let Some((name, options)) = spec.split_once('=') else {
-            return Err(format!(
-                "--variant {spec:?}: expected NAME=OPTIONS, e.g. nolight='--light-deadline 100'"
-            ));
-        };
-        let name_ok = !name.is_empty()
-            && name.len() <= 24
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        if !name_ok {
-            return Err(format!(
-                "--variant {spec:?}: NAME must be 1 to 24 letters, digits, '-' or '_'"
-            ));
-        }
+        let (name, options) = named("--variant", spec, "nolight='--light-deadline 100'")?;
         let options: Vec<String> = options.split_whitespace().map(String::from).collect();
         if let Some(o) = options
             .iter()
@@ -93,7 +87,39 @@ impl Contender {
             base: Base::Variant,
             label: format!("resound-{name}"),
             options,
+            build: None,
         })
+    }
+
+    /// Parses a `--build NAME=DIR` entry: the `resoundd` and
+    /// `libjack.so.0` in DIR (another build of resound), with their
+    /// defaults, labelled `resound-NAME`.
+    pub fn build(spec: &str) -> Result<Contender, String> {
+        let (name, dir) = named("--build", spec, "base=../base/target/release")?;
+        let dir = Path::new(dir);
+        for file in ["resoundd", "libjack.so.0"] {
+            if !dir.join(file).is_file() {
+                return Err(format!(
+                    "--build {spec:?}: no {file} in {} (build that checkout with cargo build --release --bins)",
+                    dir.display()
+                ));
+            }
+        }
+        Ok(Contender {
+            base: Base::Variant,
+            label: format!("resound-{name}"),
+            options: Vec::new(),
+            build: Some(dir.to_path_buf()),
+        })
+    }
+
+    /// The binaries this server runs: another build's `resoundd`, or
+    /// `default`'s.
+    pub fn bins(&self, default: &Bins) -> Bins {
+        match &self.build {
+            Some(dir) => Bins::new(dir.join("resoundd"), &default.tool),
+            None => default.clone(),
+        }
     }
 
     /// Whether this is jackd2.
@@ -102,16 +128,47 @@ impl Contender {
     }
 }
 
+/// `NAME=REST` of an `option` entry, NAME checked (1 to 24 letters,
+/// digits, '-' or '_'); `example` shows the form in the error.
+fn named<'a>(option: &str, spec: &'a str, example: &str) -> Result<(&'a str, &'a str), String> {
+    let Some((name, rest)) = spec.split_once('=') else {
+        let what = if option == "--build" {
+            "DIR"
+        } else {
+            "OPTIONS"
+        };
+        return Err(format!(
+            "{option} {spec:?}: expected NAME={what}, e.g. {example}"
+        ));
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 24
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if !name_ok {
+        return Err(format!(
+            "{option} {spec:?}: NAME must be 1 to 24 letters, digits, '-' or '_'"
+        ));
+    }
+    Ok((name, rest))
+}
+
 /// The servers of a bench, in the order runs alternate: `--servers`, then
-/// every `--variant`; labels are unique.
-pub fn parse_all(servers: &[String], variants: &[String]) -> Result<Vec<Contender>, String> {
+/// every `--variant`, then every `--build`; labels are unique.
+pub fn parse_all(
+    servers: &[String],
+    variants: &[String],
+    builds: &[String],
+) -> Result<Vec<Contender>, String> {
     let mut all = servers
         .iter()
         .map(|s| Contender::parse(s.trim()))
         .chain(variants.iter().map(|v| Contender::variant(v.trim())))
+        .chain(builds.iter().map(|b| Contender::build(b.trim())))
         .collect::<Result<Vec<_>, _>>()?;
     if all.is_empty() {
-        return Err("--servers and --variant name no server".into());
+        return Err("--servers, --variant and --build name no server".into());
     }
     let mut seen = std::collections::BTreeSet::new();
     all.retain(|s| seen.insert(s.label.clone()));
@@ -131,6 +188,7 @@ mod tests {
         let all = parse_all(
             &strings(&["jackd", "deadline", "resound-deadline"]),
             &strings(&["nolight=--light-deadline 100  --percentile 95"]),
+            &[],
         )
         .unwrap();
         let labels: Vec<&str> = all.iter().map(|s| s.label.as_str()).collect();
@@ -144,7 +202,7 @@ mod tests {
 
     #[test]
     fn bad_servers_and_variants_say_what_is_expected() {
-        let e = parse_all(&strings(&["jack"]), &[]).unwrap_err();
+        let e = parse_all(&strings(&["jack"]), &[], &[]).unwrap_err();
         assert!(e.contains("unknown server \"jack\""), "{e}");
         for (bad, says) in [
             ("nolight", "NAME=OPTIONS"),
@@ -152,16 +210,37 @@ mod tests {
             ("a b=--x", "NAME must be"),
             ("alsa=-d alsa", "-d is the bench's"),
         ] {
-            let e = parse_all(&[], &strings(&[bad])).unwrap_err();
+            let e = parse_all(&[], &strings(&[bad]), &[]).unwrap_err();
             assert!(e.contains(says), "{bad}: {e}");
         }
-        assert!(parse_all(&[], &[]).is_err());
+        assert!(parse_all(&[], &[], &[]).is_err());
     }
 
     #[test]
     fn a_variant_with_no_options_is_the_defaults() {
-        let all = parse_all(&[], &strings(&["plain="])).unwrap();
+        let all = parse_all(&[], &strings(&["plain="]), &[]).unwrap();
         assert_eq!(all[0].base, Base::Variant);
         assert!(all[0].options.is_empty());
+    }
+
+    #[test]
+    fn a_build_runs_the_server_and_libjack_of_its_directory() {
+        let dir = std::env::temp_dir().join(format!("resound-build-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let spec = format!("base={}", dir.display());
+        let e = parse_all(&[], &[], &strings(&[&spec])).unwrap_err();
+        assert!(e.contains("no resoundd in"), "{e}");
+        for f in ["resoundd", "libjack.so.0"] {
+            std::fs::write(dir.join(f), b"").unwrap();
+        }
+        let all = parse_all(&strings(&["jackd"]), &[], &strings(&[&spec])).unwrap();
+        assert_eq!(all[1].label, "resound-base");
+        let default = Bins::new("/here/resoundd", "/here/resound-tool");
+        assert_eq!(all[1].bins(&default).resoundd, dir.join("resoundd"));
+        assert_eq!(all[1].bins(&default).tool, default.tool);
+        assert_eq!(all[0].bins(&default).resoundd, default.resoundd);
+        let e = parse_all(&[], &[], &strings(&["base"])).unwrap_err();
+        assert!(e.contains("expected NAME=DIR"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
