@@ -1,7 +1,8 @@
 //! `resound bench jackd` end to end with tiny settings: two C load clients
 //! (compiled here against the distribution's JACK headers) for two seconds,
 //! one run on each server (Debian's jackd2, resound with SCHED_FIFO, resound
-//! with reservations, and a variant of resound with another option). Checks that the table and the files exist and that
+//! with reservations, a variant of resound with another option, and
+//! another build of resound). Checks that the table and the files exist and that
 //! every server's numbers are plausible, not how fast anything is.
 //! Skips (`SKIP: reason`) without jackd2, the JACK headers, a C compiler or
 //! real-time permission; under `RESOUND_REQUIRE_TEST_TOOLS=1` a missing tool
@@ -165,5 +166,60 @@ fn bench_jackd_tiny() {
         stdout.contains("run 1 resound-bad failed")
             && stdout.contains("unexpected argument '--no-such-variant-option'"),
         "{stdout}"
+    );
+    another_build_runs_its_own_server_and_libjack(&dir);
+}
+
+/// `--build NAME=DIR` runs the `resoundd` and `libjack.so.0` of DIR: here a
+/// directory whose `resoundd` is a script that notes it ran and then runs
+/// this build's, and whose `libjack.so.0` is a link to this build's.
+fn another_build_runs_its_own_server_and_libjack(dir: &TestDir) {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let build = dir.join("other-build");
+    std::fs::create_dir_all(&build).unwrap();
+    let marker = dir.join("other-resoundd-ran");
+    let script = build.join("resoundd");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ntouch '{}'\nexec '{RESOUNDD}' \"$@\"\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let libjack = Path::new(RESOUNDD).with_file_name("libjack.so.0");
+    symlink(&libjack, build.join("libjack.so.0")).unwrap();
+    let out = Command::new(RESOUND)
+        .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
+        .args(["--seconds", "0.5", "--warmup", "0"])
+        .args(["--clients", "2", "--load", "1", "--build"])
+        .arg(format!("other={}", build.display()))
+        .arg("--out")
+        .arg(dir.join("build"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(marker.exists(), "the other build's resoundd did not run");
+    assert!(
+        stdout.contains(&format!("resound-other: the build in {}", build.display())),
+        "{stdout}"
+    );
+    let json: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("build").join("runs.json")).unwrap(),
+    )
+    .unwrap();
+    let runs = json["runs"].as_array().unwrap();
+    assert!(
+        runs.iter().all(|r| r["error"].is_null()),
+        "a run failed: {json}"
+    );
+    assert_eq!(
+        json["settings"]["servers"][1]["build"],
+        build.display().to_string()
     );
 }
