@@ -1,6 +1,8 @@
 //! One audio cycle, as a short sequence of named steps:
 //!
-//! 1. (before: the driver's wait, in [`crate::engine`]);
+//! 1. (before: the driver's wait, in [`crate::engine`]); first, the
+//!    reservation controllers' windows are prefetched, to arrive in the
+//!    caches during the look-back;
 //! 2. look back at the previous cycle: a. one [`Verdict`] per active node
 //!    (`judge_prev`, a copy of its record, which the arming overwrites);
 //!    b. xrun events, profile record, DSP load (`look_back`);
@@ -40,6 +42,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     /// `resound bench jackd --load 1` runs, and more lost chain cycles in
     /// two-minute soaks; see docs/architecture.md.
     pub(crate) fn cycle(&mut self, view: &View, a: CycleArgs) {
+        self.res.prefetch();
         let judged = self.judge_prev(view);
         self.digest_prev(view, a, judged);
         if !self.sync {

@@ -177,22 +177,27 @@ pub const RETRY_CYCLES: u64 = 200;
 /// through meanwhile.
 pub const REFUSED_RAISE_PAUSE: u64 = 32;
 
-/// Client reservation changes (`sched_setattr` calls) the driver makes per
-/// cycle at most; a change past that is deferred: the controller goes back
-/// to what the kernel has and proposes it again at the next cycle, when it
-/// is still wanted. Each call costs the driver 9 µs at the median and 37 µs
-/// at the 99th percentile on the development VM, and events that move
-/// every thread at once (a buffer-size change, an xrun that names every
-/// client, a machine stall that wakes every light thread late) asked for
-/// ten or more in one cycle: the driver then overran its own budget and
-/// the kernel throttled it, up to 5 ms, with the whole graph behind it
-/// (measured in a 10-minute soak: 71 of the driver's 86 throttles came
-/// within 3 ms after four or more calls, which random 3 ms windows hold
-/// 0.4 % of the time). Changes come in the cycle's order: the driver's
-/// own (never deferred: a throttled driver stalls the whole graph), xrun
-/// bumps, light-shape exits, requests of the control side (at least one
-/// per cycle), then the feedback. A burst is spread over a few cycles: a
-/// change of every thread's period takes one cycle per two clients.
+/// Client reservation changes (`sched_setattr` calls) per cycle past which
+/// the driver defers those that give a thread less: a budget cut, or a
+/// shorter deadline (entering the light shape, following a shorter
+/// period). A deferred change goes back to what the kernel has and is
+/// proposed again at the next cycle, when it is still wanted. Changes that
+/// give more (a raise, an xrun bump, a light-shape exit, a longer period)
+/// and the driver's own are never deferred: a thread kept short of budget
+/// is throttled, and a throttled driver stalls the whole graph.
+///
+/// Each call costs the driver 9 µs at the median and 37 µs at the 99th
+/// percentile on the development VM, and events that move every thread at
+/// once (a buffer-size change, a machine stall that wakes every light
+/// thread late, and 100 cycles later their return to the light shape)
+/// asked for ten or more in one cycle: the driver then overran its own
+/// budget and the kernel throttled it, up to 5 ms, with the whole graph
+/// behind it (measured in a 10-minute soak: 71 of the driver's 86
+/// throttles came within 3 ms after four or more calls, which random 3 ms
+/// windows hold 0.4 % of the time). Deferring every change past two a
+/// cycle, raises included, took that to 33 throttles but lost more blocks
+/// at 10 × 7.5 %, where xruns name several clients at once and their bumps
+/// waited (see docs/architecture.md).
 pub const CHANGES_PER_CYCLE: u32 = 2;
 
 impl Reservations {
@@ -466,14 +471,18 @@ impl Reservations {
         }
     }
 
-    /// A change the controller of `slot` proposed: applied now if this
-    /// cycle's allowance has room (the driver's own always has), else
-    /// deferred: the controller goes back to what the kernel has and
-    /// proposes it again next cycle (see [`CHANGES_PER_CYCLE`]).
-    /// Real-time safe.
+    /// A change the controller of `slot` proposed: applied now if it gives
+    /// the thread more (budget or deadline) than the kernel has, if it is
+    /// the driver's, or if this cycle's allowance has room; else deferred:
+    /// the controller goes back to what the kernel has and proposes it
+    /// again next cycle (see [`CHANGES_PER_CYCLE`]). Real-time safe.
     fn change(&mut self, slot: u32, r: Reservation, emit: &mut impl FnMut(RtEvent)) {
+        let s = &self.stats[slot as usize];
+        let gives_more = r.runtime_ns > s.budget_ns.load(Ordering::Relaxed)
+            || r.deadline_ns > s.deadline_ns.load(Ordering::Relaxed);
         let attached = self.tids[slot as usize] != 0;
-        if slot != 0 && self.changes_left == 0 && attached && !self.freewheeling {
+        let spent = self.changes_left == 0;
+        if slot != 0 && spent && !gives_more && attached && !self.freewheeling {
             self.keep_applied(slot);
             return;
         }
@@ -485,6 +494,18 @@ impl Reservations {
     fn count_change(&mut self, slot: u32) {
         if slot != 0 {
             self.changes_left = self.changes_left.saturating_sub(1);
+        }
+    }
+
+    /// Driver thread, at the start of a cycle's work: starts loading every
+    /// attached thread's predictor window into the caches, so that the
+    /// controllers, which run after the look-back, find them there.
+    /// Real-time safe.
+    pub fn prefetch(&self) {
+        for (c, &tid) in self.controllers.iter().zip(&self.tids) {
+            if tid != 0 {
+                c.prefetch();
+            }
         }
     }
 

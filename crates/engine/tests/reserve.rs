@@ -480,21 +480,59 @@ fn client_calls_since_last_look(rig: &Rig) -> usize {
     })
 }
 
-/// A change every thread needs at once (here a buffer-size change: every
-/// reservation period follows) is spread over cycles: the driver's own at
-/// once, at most `CHANGES_PER_CYCLE` clients' per cycle, and every client's
-/// within a few cycles. Before, all of them came in one cycle, and on a
-/// real machine the driver then overran its own budget and was throttled
-/// with the whole graph behind it.
+/// The buffer size as the server's request sets it.
+fn set_frames(rig: &Rig, frames: u32) {
+    let h = rig.view.header();
+    let period = PERIOD_NS * u64::from(frames) / u64::from(common::FRAMES);
+    h.period_ns.store(period, Ordering::Relaxed);
+    h.buffer_frames.store(frames, Ordering::Release);
+}
+
+/// Cycles until every slot's reservation period differs from `before`
+/// (the driver's first), at most 10; asserts that no cycle made more than
+/// `most` client reservation changes.
+fn cycles_until_every_period_moved(rig: &mut Rig, slots: &[u32], most: usize) -> Option<usize> {
+    let before: Vec<u64> = slots.iter().map(|&s| period(rig, s)).collect();
+    client_calls_since_last_look(rig);
+    for cycle in 1..=10 {
+        rig.run(1);
+        let calls = client_calls_since_last_look(rig);
+        assert!(
+            calls <= most,
+            "{calls} client reservation changes in cycle {cycle}"
+        );
+        let moved = slots
+            .iter()
+            .zip(&before)
+            .filter(|&(&s, &b)| period(rig, s) != b)
+            .count();
+        if moved == slots.len() {
+            return Some(cycle);
+        }
+    }
+    None
+}
+
+/// A change every thread needs at once that gives them less (here a
+/// shorter buffer size: every reservation period and budget follow down)
+/// is spread over cycles: the driver's own at once, at most
+/// `CHANGES_PER_CYCLE` clients' per cycle, every client's within a few
+/// cycles. Before, all of them came in one cycle, and on a real machine the
+/// driver then overran its own budget and was throttled with the whole
+/// graph behind it. One that gives them more (the longer buffer size again)
+/// is never held back: a thread kept short of budget would be throttled.
 #[test]
-fn a_change_of_every_threads_reservation_is_spread_over_cycles() {
+fn a_change_of_every_threads_reservation_is_spread_over_cycles_unless_it_gives_more() {
     use resound_engine::reserve::CHANGES_PER_CYCLE;
     let names = ["a", "b", "c", "d", "e", "f"];
     let mut rig = Rig::new(Setup {
         chain: names.to_vec(),
         mode: Mode::Deadline {
+            // On the full period: a flush (a period change) takes a light
+            // thread to it, a longer deadline, which is never held back.
             cfg: ControllerConfig {
                 audio_period_ns: PERIOD_NS,
+                light_deadline_pct: 100.0,
                 ..Default::default()
             },
             fallback_priority: 10,
@@ -502,43 +540,30 @@ fn a_change_of_every_threads_reservation_is_spread_over_cycles() {
         applier: counting,
         ..Default::default()
     });
-    let slots: Vec<u32> = names.iter().map(|n| rig.slot(n)).collect();
+    let mut slots: Vec<u32> = names.iter().map(|n| rig.slot(n)).collect();
     for (i, &slot) in slots.iter().enumerate() {
         let tid = 1001 + i as i32;
         rig.commands.push(Command::Attach { slot, tid }).unwrap();
     }
     // Attached, windows full, shapes settled.
     rig.run(300);
-    let before: Vec<u64> = slots.iter().map(|&s| period(&rig, s)).collect();
-    let driver_before = period(&rig, 0);
-    client_calls_since_last_look(&rig);
+    slots.insert(0, 0);
 
-    // As the server's buffer-size request does.
-    let h = rig.view.header();
-    h.period_ns.store(2 * PERIOD_NS, Ordering::Relaxed);
-    h.buffer_frames.store(2 * common::FRAMES, Ordering::Release);
-    let mut followed_after = None;
-    for cycle in 1..=10 {
-        rig.run(1);
-        let calls = client_calls_since_last_look(&rig);
-        assert!(
-            calls <= CHANGES_PER_CYCLE as usize,
-            "{calls} client reservation changes in cycle {cycle}"
-        );
-        let moved = slots
-            .iter()
-            .zip(&before)
-            .filter(|&(&s, &b)| period(&rig, s) != b)
-            .count();
-        if period(&rig, 0) != driver_before && moved == slots.len() {
-            followed_after = Some(cycle);
-            break;
-        }
-    }
-    let cycles = followed_after.expect("every reservation followed the new period");
+    set_frames(&rig, common::FRAMES / 2);
+    let most = CHANGES_PER_CYCLE as usize;
+    let down = cycles_until_every_period_moved(&mut rig, &slots, most)
+        .expect("every reservation followed the shorter period");
     assert!(
-        cycles > 1,
-        "six clients cannot have followed in one cycle of {CHANGES_PER_CYCLE} changes"
+        down > 1,
+        "six clients followed in one cycle of {most} changes"
+    );
+
+    set_frames(&rig, common::FRAMES);
+    let up = cycles_until_every_period_moved(&mut rig, &slots, names.len());
+    assert_eq!(
+        up,
+        Some(1),
+        "every reservation followed the longer period at once"
     );
     assert_eq!(rig.xruns(), 0);
 }

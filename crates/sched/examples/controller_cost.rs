@@ -2,9 +2,11 @@
 //! eleven controllers (a driver and ten clients, the side-by-side bench's
 //! chain) each fed one CPU sample, as `Reservations::cycle_begin` does, with
 //! the light-shape figures the wake-up check reads. Printed as the median and
-//! 99th percentile per cycle, hot (cycles back to back) and cold (16 MiB swept
+//! 99th percentile per cycle, hot (cycles back to back), cold (16 MiB swept
 //! through the caches before each cycle, as when the driver comes back one
-//! period later on a machine with other work).
+//! period later on a machine with other work) and cold with every window
+//! prefetched before 10 µs of other work (as the driver does before its
+//! look-back).
 //!
 //! `cargo run -p resound-sched --release --example controller_cost`
 
@@ -71,17 +73,42 @@ fn main() {
         hot.push(t0.elapsed().as_nanos() as u64);
     }
     let mut sweep = vec![0u64; 2 << 20];
+    // Cold, then cold with every window prefetched before other work of
+    // the driver's (a stand-in for the look-back: 10 µs of its own
+    // memory traffic), alternated cycle by cycle.
     let mut cold = Vec::with_capacity(COLD_CYCLES);
-    for k in 0..COLD_CYCLES as u64 {
+    let mut prefetched = Vec::with_capacity(COLD_CYCLES);
+    let mut other = vec![0u64; 4096];
+    for k in 0..2 * COLD_CYCLES as u64 {
         for (i, x) in sweep.iter_mut().enumerate().step_by(8) {
             *x = x.wrapping_add(i as u64 ^ k);
         }
         black_box(&sweep);
+        let prefetch = k % 2 == 1;
+        if prefetch {
+            controllers.iter().for_each(Controller::prefetch);
+        }
+        let t_other = Instant::now();
+        while t_other.elapsed().as_nanos() < 10_000 {
+            for (i, x) in other.iter_mut().enumerate() {
+                *x = x.wrapping_add(i as u64);
+            }
+            black_box(&other);
+        }
         let t0 = Instant::now();
         moved += cycle(&mut controllers, &mut noise);
-        cold.push(t0.elapsed().as_nanos() as u64);
+        let ns = t0.elapsed().as_nanos() as u64;
+        if prefetch {
+            prefetched.push(ns);
+        } else {
+            cold.push(ns);
+        }
     }
-    let (hot, cold) = (per_cycle_ns(hot), per_cycle_ns(cold));
+    let (hot, cold, prefetched) = (
+        per_cycle_ns(hot),
+        per_cycle_ns(cold),
+        per_cycle_ns(prefetched),
+    );
     println!("{THREADS} controllers per cycle      median      p99");
     println!("hot (back to back)        {:>8} ns {:>8} ns", hot.0, hot.1);
     println!(
@@ -89,7 +116,11 @@ fn main() {
         cold.0, cold.1
     );
     println!(
+        "cold, windows prefetched  {:>8} ns {:>8} ns",
+        prefetched.0, prefetched.1
+    );
+    println!(
         "reservations moved: {moved} in {} cycles",
-        CYCLES + COLD_CYCLES
+        CYCLES + 2 * COLD_CYCLES
     );
 }

@@ -574,6 +574,14 @@ impl Controller {
         Some(self.res)
     }
 
+    /// Starts loading the predictor's window into the CPU's caches before
+    /// the next [`Self::cycle_begin`] (see [`Predictor::prefetch`]).
+    ///
+    /// Real-time safe.
+    pub fn prefetch(&self) {
+        self.predictor.prefetch();
+    }
+
     /// Cycle begin: feeds the CPU time (ns) the thread used in the last audio
     /// cycle. Returns `Some(new)` when `sched_setattr` is due (the budget
     /// moved past the threshold), else `None`. In fixed mode the sample is
