@@ -73,7 +73,12 @@ impl Contender {
     /// `resound-NAME`, started with OPTIONS (split at white space) on top of
     /// its defaults.
     pub fn variant(spec: &str) -> Result<Contender, String> {
-        let (name, options) = named("--variant", spec, "nolight='--light-deadline 100'")?;
+        let (name, options) = named(
+            "--variant",
+            spec,
+            "NAME=OPTIONS",
+            "nolight='--light-deadline 100'",
+        )?;
         let options: Vec<String> = options.split_whitespace().map(String::from).collect();
         if let Some(o) = options
             .iter()
@@ -95,7 +100,7 @@ impl Contender {
     /// `libjack.so.0` in DIR (another build of resound), with their
     /// defaults, labelled `resound-NAME`.
     pub fn build(spec: &str) -> Result<Contender, String> {
-        let (name, dir) = named("--build", spec, "base=../base/target/release")?;
+        let (name, dir) = named("--build", spec, "NAME=DIR", "base=../base/target/release")?;
         let dir = Path::new(dir);
         for file in ["resoundd", "libjack.so.0"] {
             if !dir.join(file).is_file() {
@@ -129,16 +134,17 @@ impl Contender {
 }
 
 /// `NAME=REST` of an `option` entry, NAME checked (1 to 24 letters,
-/// digits, '-' or '_'); `example` shows the form in the error.
-fn named<'a>(option: &str, spec: &'a str, example: &str) -> Result<(&'a str, &'a str), String> {
+/// digits, '-' or '_'); `form` and `example` show what is expected in the
+/// error.
+fn named<'a>(
+    option: &str,
+    spec: &'a str,
+    form: &str,
+    example: &str,
+) -> Result<(&'a str, &'a str), String> {
     let Some((name, rest)) = spec.split_once('=') else {
-        let what = if option == "--build" {
-            "DIR"
-        } else {
-            "OPTIONS"
-        };
         return Err(format!(
-            "{option} {spec:?}: expected NAME={what}, e.g. {example}"
+            "{option} {spec:?}: expected {form}, e.g. {example}"
         ));
     };
     let name_ok = !name.is_empty()
