@@ -134,34 +134,18 @@ fn bench_jackd_tiny() {
     let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
     assert_eq!(csv.lines().count(), 5, "{csv}");
     // And resoundd gets it: one it does not know fails the run, with its message.
-    let out = Command::new(RESOUND)
-        .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
-        .args(["--seconds", "0.5", "--warmup", "0"])
-        .args(["--clients", "2", "--load", "1"])
-        .args(["--server-arg=--no-such-option", "--out"])
-        .arg(dir.join("bad"))
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{stderr}");
+    let (ok, _, stderr) = tiny_fifo_bench(&["--server-arg=--no-such-option"], &dir.join("bad"));
+    assert!(!ok, "{stderr}");
     assert!(
         stderr.contains("unexpected argument '--no-such-option'"),
         "{stderr}"
     );
     // A variant's options reach its resoundd, and only its run fails.
-    let out = Command::new(RESOUND)
-        .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
-        .args(["--seconds", "0.5", "--warmup", "0"])
-        .args(["--clients", "2", "--load", "1"])
-        .args(["--variant", "bad=--no-such-variant-option", "--out"])
-        .arg(dir.join("bad-variant"))
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let (ok, stdout, stderr) = tiny_fifo_bench(
+        &["--variant", "bad=--no-such-variant-option"],
+        &dir.join("bad-variant"),
     );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(ok, "{stdout}\n{stderr}");
     assert!(
         stdout.contains("run 1 resound-bad failed")
             && stdout.contains("unexpected argument '--no-such-variant-option'"),
@@ -190,20 +174,9 @@ fn another_build_runs_its_own_server_and_libjack(dir: &TestDir) {
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     let libjack = Path::new(RESOUNDD).with_file_name("libjack.so.0");
     symlink(&libjack, build.join("libjack.so.0")).unwrap();
-    let out = Command::new(RESOUND)
-        .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
-        .args(["--seconds", "0.5", "--warmup", "0"])
-        .args(["--clients", "2", "--load", "1", "--build"])
-        .arg(format!("other={}", build.display()))
-        .arg("--out")
-        .arg(dir.join("build"))
-        .output()
-        .unwrap();
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-    );
-    assert!(out.status.success(), "{stdout}\n{stderr}");
+    let spec = format!("other={}", build.display());
+    let (ok, stdout, stderr) = tiny_fifo_bench(&["--build", &spec], &dir.join("build"));
+    assert!(ok, "{stdout}\n{stderr}");
     assert!(marker.exists(), "the other build's resoundd did not run");
     assert!(
         stdout.contains(&format!("resound-other: the build in {}", build.display())),
@@ -222,4 +195,24 @@ fn another_build_runs_its_own_server_and_libjack(dir: &TestDir) {
         json["settings"]["servers"][1]["build"],
         build.display().to_string()
     );
+}
+
+/// `resound bench jackd` with resound on SCHED_FIFO alone: one 0.5-s run of
+/// two clients at 1 %, no warm-up, `extra` arguments, files into `out`.
+/// Whether it exited successfully, its standard output and standard error.
+fn tiny_fifo_bench(extra: &[&str], out: &Path) -> (bool, String, String) {
+    let run = Command::new(RESOUND)
+        .args(["bench", "jackd", "--servers", "fifo", "--runs", "1"])
+        .args(["--seconds", "0.5", "--warmup", "0"])
+        .args(["--clients", "2", "--load", "1"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+        .output()
+        .unwrap();
+    (
+        run.status.success(),
+        String::from_utf8_lossy(&run.stdout).into_owned(),
+        String::from_utf8_lossy(&run.stderr).into_owned(),
+    )
 }
