@@ -24,24 +24,21 @@ type Samples = BTreeMap<String, Vec<(u64, u64)>>;
 /// Reads column `cpu` of `file` (with `cycle` and, when `who` is a
 /// column, the thread's name from it; else the name `who`).
 fn read(file: &Path, who: &str, cpu: &str, into: &mut Samples) -> Result<(), Box<dyn Error>> {
-    let text = std::fs::read_to_string(file)?;
-    let mut lines = text.lines();
-    let head: Vec<&str> = lines.next().ok_or("empty file")?.split(',').collect();
-    let col = |name: &str| head.iter().position(|h| *h == name);
+    let mut csv = csv::Reader::from_path(file)?;
+    let head = csv.headers()?.clone();
+    let col = |name: &str| head.iter().position(|h| h == name);
     let (cycle_at, cpu_at) = (
         col("cycle").ok_or("no cycle column")?,
         col(cpu).ok_or("no CPU column")?,
     );
     let name_at = col(who);
-    for line in lines {
-        let f: Vec<&str> = line.split(',').collect();
-        let (Some(cycle), Some(used)) = (
-            f.get(cycle_at).and_then(|v| v.parse::<u64>().ok()),
-            f.get(cpu_at).and_then(|v| v.parse::<u64>().ok()),
-        ) else {
+    for record in csv.records() {
+        let record = record?;
+        let number = |i: usize| record.get(i).and_then(|v| v.parse::<u64>().ok());
+        let (Some(cycle), Some(used)) = (number(cycle_at), number(cpu_at)) else {
             continue;
         };
-        let name = name_at.and_then(|i| f.get(i)).copied().unwrap_or(who);
+        let name = name_at.and_then(|i| record.get(i)).unwrap_or(who);
         into.entry(name.to_string())
             .or_default()
             .push((cycle, used));
