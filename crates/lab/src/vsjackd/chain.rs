@@ -1,10 +1,17 @@
 //! One run of the chain on one server: start the server (Debian's jackd2 or
 //! a `resoundd` under a unique name), start the `loadclient` chain
 //! capture → c1 → … → cN → playback, sample the driver thread's schedstat
-//! around the measured window and trace the server's sleeps over it (the
-//! driver's real wake-ups, on a tracer thread of its own), stop the clients (they write their records)
-//! and the server, and read the records back. Also compiles `loadclient.c`.
-//! Runs on the bench's main thread.
+//! over an untraced window, then trace the server's sleeps over the measured
+//! window (the driver's real wake-ups, on a tracer thread of its own) and
+//! sample the schedstat around it too, stop the clients (they write their
+//! records) and the server, and read the records back. Also compiles
+//! `loadclient.c`. Runs on the bench's main thread.
+//!
+//! The driver's CPU time is measured first without the tracer: the kernel
+//! tracer's events on each sleep cost the traced thread its own CPU time
+//! (about 14 % of resound's driver samples in `perf record` with it
+//! attached), the same per cycle on both servers, which moves every ratio
+//! toward 1.
 
 use super::records::{read_client_csv, ClientRecords};
 use super::schedstat::{driver_thread, thread_schedstat, DriverThread};
@@ -42,6 +49,8 @@ pub struct RunSpec {
     pub warmup: Duration,
     /// The measured window.
     pub window: Duration,
+    /// The untraced window before it, for the driver's CPU time.
+    pub cpu_window: Duration,
     /// Where the clients write their records.
     pub dir: PathBuf,
     /// Extra resoundd options (resound servers only).
@@ -55,18 +64,29 @@ pub struct RunData {
     pub clients: Vec<ClientRecords>,
     /// The measured window (CLOCK_MONOTONIC ns).
     pub window_ns: (u64, u64),
-    /// The driver thread and its CPU time over the window.
+    /// The driver thread.
     pub driver: DriverThread,
-    /// Driver thread CPU time over the window (ns).
-    pub driver_cpu_ns: u64,
-    /// Times the driver thread was put on a CPU over the window.
-    pub driver_runs: u64,
+    /// Its CPU time over the untraced window before the measured one.
+    pub untraced: CpuSample,
+    /// Its CPU time over the measured window, with the tracer attached.
+    pub traced: CpuSample,
     /// The driver thread's real wake-ups over the window, traced by the
     /// kernel the same way on both servers (returns from its
     /// `clock_nanosleep`/`nanosleep`); empty if the trace failed.
     pub driver_wakes: Vec<DriverCycle>,
     /// Why there is no trace (None: traced).
     pub trace_error: Option<String>,
+}
+
+/// A thread's schedstat difference over a window.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CpuSample {
+    /// The window (CLOCK_MONOTONIC ns).
+    pub window_ns: (u64, u64),
+    /// CPU time over it (ns).
+    pub cpu_ns: u64,
+    /// Times the thread was put on a CPU over it.
+    pub runs: u64,
 }
 
 /// A started server of either kind.
@@ -184,7 +204,7 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     };
     std::fs::create_dir_all(&spec.dir).map_err(|e| format!("{}: {e}", spec.dir.display()))?;
     let server = start_server(spec, bins)?;
-    let record_s = (spec.warmup + spec.window).as_secs_f64() + 30.0;
+    let record_s = (spec.warmup + spec.cpu_window + spec.window).as_secs_f64() + 30.0;
     let mut clients: Vec<Child> = Vec::new();
     let mut files = Vec::new();
     for i in 1..=spec.clients {
@@ -216,13 +236,10 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     }
     std::thread::sleep(spec.warmup);
     let driver = driver_thread(server.pid(), spec.server.is_jackd())?;
+    let untraced = sample_cpu(server.pid(), driver.tid, spec.cpu_window)?;
     let trace = DriverTrace::start(server.pid(), spec.window + Duration::from_secs(5));
-    let (sched0, t0) = (thread_schedstat(server.pid(), driver.tid)?, now_ns());
-    let started = Instant::now();
-    while started.elapsed() < spec.window {
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let (sched1, t1) = (thread_schedstat(server.pid(), driver.tid)?, now_ns());
+    let traced = sample_cpu(server.pid(), driver.tid, spec.window)?;
+    let (t0, t1) = traced.window_ns;
     let period_ns = u64::from(spec.frames) * 1_000_000_000 / u64::from(spec.rate.max(1));
     let (driver_wakes, trace_error) = match trace.and_then(DriverTrace::finish) {
         Ok(t) => (driver_cycles(&t, period_ns), None),
@@ -241,10 +258,25 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
         clients,
         window_ns: (t0, t1),
         driver,
-        driver_cpu_ns: sched1.cpu_ns.saturating_sub(sched0.cpu_ns),
-        driver_runs: sched1.runs.saturating_sub(sched0.runs),
+        untraced,
+        traced,
         driver_wakes,
         trace_error,
+    })
+}
+
+/// Thread `tid` of `pid`'s CPU time over the next `window`.
+fn sample_cpu(pid: u32, tid: u32, window: Duration) -> Result<CpuSample, String> {
+    let (s0, t0) = (thread_schedstat(pid, tid)?, now_ns());
+    let started = Instant::now();
+    while started.elapsed() < window {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (s1, t1) = (thread_schedstat(pid, tid)?, now_ns());
+    Ok(CpuSample {
+        window_ns: (t0, t1),
+        cpu_ns: s1.cpu_ns.saturating_sub(s0.cpu_ns),
+        runs: s1.runs.saturating_sub(s0.runs),
     })
 }
 

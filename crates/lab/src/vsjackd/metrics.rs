@@ -40,11 +40,16 @@ pub struct RunMetrics {
     pub lost_rewritten: u64,
     /// The server's xruns in the window, as the last client's xrun callback counted them.
     pub xruns: u64,
-    /// Driver thread CPU per cycle (schedstat difference ÷ cycles).
+    /// Driver thread CPU per cycle (schedstat difference ÷ the first
+    /// client's cycles), over the untraced window before the measured one.
     pub driver_cpu: f64,
     /// Times the driver thread was put on a CPU per cycle (schedstat):
-    /// its wake-ups, and returns after preemptions.
+    /// its wake-ups, and returns after preemptions. Untraced window.
     pub driver_runs: f64,
+    /// Driver thread CPU per cycle over the measured window, with the
+    /// kernel tracer attached (what its events on the driver's sleeps add
+    /// shows against [`Self::driver_cpu`]).
+    pub driver_cpu_traced: f64,
     /// Traced driver wake-up → first client's return from
     /// `jack_cycle_wait`, median: measured alike on both servers (the
     /// kernel tracer's return from the driver's sleep, the last one before
@@ -153,6 +158,12 @@ pub fn compute(d: &RunData) -> RunMetrics {
         }
     }
     let cycles = firsts.len() as u64;
+    let (u0, u1) = d.untraced.window_ns;
+    let untraced_cycles = first
+        .recs
+        .iter()
+        .filter(|r| r.wake >= u0 && r.wake <= u1)
+        .count() as u64;
     let lasts: Vec<&Rec> = last.recs.iter().filter(in_window).collect();
     let xruns = match (lasts.first(), lasts.last()) {
         (Some(a), Some(b)) => b.xruns.saturating_sub(a.xruns),
@@ -172,19 +183,21 @@ pub fn compute(d: &RunData) -> RunMetrics {
         lost,
         lost_rewritten,
         xruns,
-        driver_cpu: if cycles == 0 {
-            f64::NAN
-        } else {
-            d.driver_cpu_ns as f64 / cycles as f64 / 1000.0
-        },
-        driver_runs: if cycles == 0 {
-            f64::NAN
-        } else {
-            d.driver_runs as f64 / cycles as f64
-        },
+        driver_cpu: per_cycle(d.untraced.cpu_ns, untraced_cycles) / 1000.0,
+        driver_runs: per_cycle(d.untraced.runs, untraced_cycles),
+        driver_cpu_traced: per_cycle(d.traced.cpu_ns, cycles) / 1000.0,
         drv_wake_p50: pct(&mut drv_wake, 50.0),
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
+    }
+}
+
+/// `total` per cycle (NaN without cycles).
+fn per_cycle(total: u64, cycles: u64) -> f64 {
+    if cycles == 0 {
+        f64::NAN
+    } else {
+        total as f64 / cycles as f64
     }
 }
 
@@ -271,6 +284,11 @@ pub const METRICS: &[Metric] = &[
         m.driver_cpu
     }),
     time("driver_runs", "driver thread runs/cycle", |m| m.driver_runs),
+    time(
+        "driver_cpu_traced_us",
+        "  CPU/cycle with the tracer attached (us)",
+        |m| m.driver_cpu_traced,
+    ),
 ];
 
 impl RunMetrics {
@@ -291,6 +309,7 @@ impl RunMetrics {
 
 #[cfg(test)]
 mod tests {
+    use super::super::chain::CpuSample;
     use super::super::records::ClientRecords;
     use super::super::schedstat::DriverThread;
     use super::*;
@@ -320,8 +339,8 @@ mod tests {
                 comm: "x".into(),
                 found_by: "test",
             },
-            driver_cpu_ns: 0,
-            driver_runs: 0,
+            untraced: CpuSample::default(),
+            traced: CpuSample::default(),
             driver_wakes: Vec::new(),
             trace_error: None,
         }
@@ -353,8 +372,17 @@ mod tests {
             full: false,
         };
         let d = RunData {
-            driver_cpu_ns: 40_000,
-            driver_runs: 10,
+            // Cycles 0 and 1 untraced, 2 and 3 traced.
+            untraced: CpuSample {
+                window_ns: (0, 2 * p - 1),
+                cpu_ns: 40_000,
+                runs: 6,
+            },
+            traced: CpuSample {
+                window_ns: (2 * p, 3 * p + 60_000),
+                cpu_ns: 100_000,
+                runs: 2,
+            },
             driver_wakes: (0..4)
                 .map(|i| DriverCycle {
                     wake_ns: i * p + 20_000,
@@ -373,8 +401,9 @@ mod tests {
         assert_eq!(m.eoc_p50, 90.0);
         assert_eq!(m.eoc_p99, 100.0);
         assert_eq!(m.stamp_p50, 40.0);
-        assert_eq!(m.driver_cpu, 10.0);
-        assert_eq!(m.driver_runs, 2.5);
+        assert_eq!(m.driver_cpu, 20.0, "untraced: 40 us over 2 cycles");
+        assert_eq!(m.driver_runs, 3.0);
+        assert_eq!(m.driver_cpu_traced, 25.0, "traced: 100 us over 4 cycles");
         assert_eq!(m.signal_p50, 1.0);
         assert_eq!(m.drv_wake_p50, 30.0, "traced wake-up -> c1 wake");
         assert_eq!(m.drv_eoc_p50, 70.0);

@@ -6,9 +6,10 @@
 //! server under a unique name on the dummy driver, a chain of the one C load
 //! client ([`chain`], `crates/lab/c/loadclient.c`, linked with `-ljack`: the
 //! distribution's libjack on jackd2, resound's libjack.so.0 on resound)
-//! capture → c1 → … → cN → playback, lets it settle, measures a window, and
-//! reads the clients' per-cycle records ([`records`]), the driver
-//! thread's schedstat ([`schedstat`]) and its wake-ups, traced by the
+//! capture → c1 → … → cN → playback, lets it settle, measures the driver
+//! thread's CPU time ([`schedstat`]) over an untraced window, then a
+//! measured window, and reads the clients' per-cycle records ([`records`]),
+//! the driver thread's schedstat again and its wake-ups, traced by the
 //! kernel alike on both servers (the experiment tool's
 //! [`DriverTrace`](crate::experiment::run::jackd_cycles::DriverTrace)),
 //! into one run's numbers ([`metrics`]).
@@ -38,7 +39,7 @@ pub struct VsJackdArgs {
     /// Repetitions per load, servers alternated within each (default 3; 1 with --quick).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: Option<u32>,
-    /// Measured seconds per run (default 15; 3 with --quick).
+    /// Measured seconds per run (default 15; 3 with --quick); before them, half as long (at least 1 s) untraced, for the driver's CPU time.
     #[arg(long)]
     pub seconds: Option<f64>,
     /// A short run: 3 s per run and one repetition, unless --seconds or --runs say otherwise.
@@ -105,6 +106,12 @@ struct Plan {
     seconds: f64,
 }
 
+/// The untraced window for the driver's CPU time before a measured window
+/// of `seconds`: half as long, at least 1 s.
+fn cpu_window(seconds: f64) -> Duration {
+    Duration::from_secs_f64((seconds / 2.0).max(1.0))
+}
+
 fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
     let contenders = servers::parse_all(&a.servers, &a.variants, &a.builds)?;
     if let Some(l) = a.load.iter().find(|l| !(0.0..=90.0).contains(*l)) {
@@ -154,6 +161,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                     frames: a.frames,
                     warmup: Duration::from_secs_f64(a.warmup),
                     window: Duration::from_secs_f64(p.seconds),
+                    cpu_window: cpu_window(p.seconds),
                     dir: dir.clone(),
                     server_args: a.server_args.clone(),
                 };
