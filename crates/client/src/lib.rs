@@ -57,6 +57,7 @@ mod requests;
 mod scope;
 mod snapshot;
 mod transport;
+mod wake_timer;
 
 pub use client::Client;
 pub use connection::OpenOptions;

@@ -8,6 +8,7 @@
 
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
+use crate::wake_timer::{first_wake_at, hop_wake_at, last_run_ns, upstream_of};
 use resound_shm::cycle::{next_step, release, Step};
 use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{current_cpu, futex, Ordering};
@@ -75,6 +76,7 @@ pub(crate) fn process_thread(
         spun_for: None,
         spun_ns: 0,
         work_ns: 0,
+        ready_lag_ns: None,
         synced: false,
         tb_gen: None,
         tb_locate: 0,
@@ -150,6 +152,11 @@ pub struct RtContext {
     /// CPU time of its last cycle without the spinning (ns): what its own
     /// work and wake-ups cost, which a reservation's budget must cover.
     work_ns: u64,
+    /// How long after its cycle's start its inputs were ready in its last
+    /// cycle (ns; None before one, or when they were ready before the
+    /// start): when its own timer expects them next (see
+    /// [`crate::wake_timer`]).
+    ready_lag_ns: Option<u64>,
     /// The sync callback ran successfully at least once since activation.
     pub(crate) synced: bool,
     /// Timebase generation and relocation generation the master last saw.
@@ -320,22 +327,38 @@ impl RtContext {
         }
     }
 
-    /// When this thread, about to sleep on `word` until the driver releases
-    /// the cycle after `started` (its done word's value), wakes by its own
-    /// timer instead ([`first_wake_at`]); None: it sleeps until released.
-    /// Only the first client in the activation order does, when the
+    /// When this thread, about to sleep on `word` (the done word of the
+    /// node it waits for; the driver's done word holds `started`), wakes by
+    /// its own timer to spin for the release instead ([`crate::wake_timer`]);
+    /// None: it sleeps until released. Not while freewheeling (cycles are
+    /// not paced), nor when it cannot spin (`bound_ns` 0). Real-time safe.
+    fn own_timer(&self, view: &View, word: &AtomicU32, started: u32, bound_ns: u64) -> Option<u64> {
+        let driver = view.record(0)?;
+        if bound_ns == 0 || self.freewheel {
+            return None;
+        }
+        let at = if std::ptr::eq(word, &driver.done) {
+            self.first_client_timer(view, driver, started, bound_ns)?
+        } else {
+            self.hop_timer(view, word, started, bound_ns)?
+        };
+        (at > monotonic_ns()).then_some(at)
+    }
+
+    /// The timer for the driver's release after `started` ([`first_wake_at`]).
+    /// Only the first client in the activation order sets one, when the
     /// server asks for it (the header's `first_wake_timer`: `resoundd
     /// --first-wake`): one thread spinning beside a driver about to
-    /// release, never several taking every CPU from it. Not while
-    /// freewheeling (cycles are not paced), nor when it cannot spin
-    /// (`bound_ns` 0) or spun already for this release. Real-time safe.
-    fn own_timer(&self, view: &View, word: &AtomicU32, started: u32, bound_ns: u64) -> Option<u64> {
-        let h = view.header();
-        let driver = view.record(0)?;
-        if bound_ns == 0
-            || self.freewheel
-            || h.first_wake_timer.load(Ordering::Relaxed) == 0
-            || !std::ptr::eq(word, &driver.done)
+    /// release, never several taking every CPU from it; and not when it
+    /// spun already for this release. Real-time safe.
+    fn first_client_timer(
+        &self,
+        view: &View,
+        driver: &ActivationRecord,
+        started: u32,
+        bound_ns: u64,
+    ) -> Option<u64> {
+        if view.header().first_wake_timer.load(Ordering::Relaxed) == 0
             || self.spun_for == Some(started)
             || first_in_order(&view.table(view.current_index())) != Some(self.inner.slot)
         {
@@ -343,8 +366,40 @@ impl RtContext {
         }
         let t = view.timer();
         let released = driver.release_ns.load(Ordering::Relaxed);
-        let at = first_wake_at(t.start_ns, t.next_start_ns, released, bound_ns);
-        (at > monotonic_ns()).then_some(at)
+        Some(first_wake_at(
+            t.start_ns,
+            t.next_start_ns,
+            released,
+            bound_ns,
+        ))
+    }
+
+    /// The timer for an upstream client's release, whose done word is
+    /// `word` ([`hop_wake_at`]): at the lag its inputs had in this thread's
+    /// last cycle, after the start of the cycle it waits for (the next one
+    /// if it ran the driver's last, `started`). Not when that client's last
+    /// cycle ran shorter than the early wake-up bound (it wakes this thread
+    /// as it starts), nor in a cycle this thread spun in already.
+    /// Real-time safe.
+    fn hop_timer(&self, view: &View, word: &AtomicU32, started: u32, bound_ns: u64) -> Option<u64> {
+        let lag = self.ready_lag_ns?;
+        let waits_for_next = self.last == Some(started);
+        if !waits_for_next && self.spun_for == Some(started) {
+            return None;
+        }
+        let table = view.table(view.current_index());
+        let up = upstream_of(view, &table, self.inner.slot, word)?;
+        let early_ns = u64::from(view.header().early_wake_us.load(Ordering::Relaxed)) * 1000;
+        if last_run_ns(up)? < early_ns {
+            return None;
+        }
+        let t = view.timer();
+        let start = if waits_for_next {
+            t.next_start_ns
+        } else {
+            t.start_ns
+        };
+        Some(hop_wake_at(start, lag, bound_ns))
     }
 
     /// One look at the graph: the cycle to run if its inputs are ready,
@@ -365,6 +420,10 @@ impl RtContext {
             Step::Run { tag, signal_ns } => {
                 self.last = Some(tag);
                 let c = begin_cycle(view, index, rec, tag, signal_ns);
+                let period = c.next_start_ns.saturating_sub(c.cycle_start_ns);
+                self.ready_lag_ns = signal_ns
+                    .checked_sub(c.cycle_start_ns)
+                    .filter(|&lag| lag > 0 && lag < period);
                 if self.prewake {
                     // Wakes the downstream threads now, so that their
                     // wake-up overlaps this cycle's work; they spin for the
@@ -479,18 +538,6 @@ pub(crate) fn spin_bound_ns(header_bound_ns: u64, budget_us: u32, work_ns: u64) 
     header_bound_ns.min(spare / 2)
 }
 
-/// When the first client's timer is set (CLOCK_MONOTONIC ns): `bound_ns`
-/// (how long it may spin) before the driver is expected to release the
-/// cycle that starts at `next_ns`, and not before that start. The release
-/// is expected as long after the start as the driver released the current
-/// cycle (started at `start_ns`, released at `released_ns`) after its
-/// start, at most half a period. Real-time safe.
-pub(crate) fn first_wake_at(start_ns: u64, next_ns: u64, released_ns: u64, bound_ns: u64) -> u64 {
-    let half = next_ns.saturating_sub(start_ns) / 2;
-    let lag = released_ns.saturating_sub(start_ns).min(half);
-    next_ns.saturating_add(lag.saturating_sub(bound_ns))
-}
-
 /// Whether a thread woken before `word` changed should spin for the
 /// change: always for an upstream client's done word; for the driver's,
 /// only on another CPU than the one the driver woke on. On that CPU, a
@@ -599,30 +646,6 @@ mod tests {
         assert_eq!(spin_bound_ns(100_000, 400, 100_000), 100_000, "header's");
         assert_eq!(spin_bound_ns(100_000, 133, 140_000), 0, "no spare");
         assert_eq!(spin_bound_ns(0, 133, 0), 0, "early wake-up off");
-    }
-
-    #[test]
-    fn the_first_clients_timer_is_set_before_the_expected_release() {
-        let (start, next) = (1_000_000, 3_666_000);
-        // Released 80 µs after the start: 30 µs before the release.
-        assert_eq!(
-            first_wake_at(start, next, start + 80_000, 30_000),
-            next + 50_000
-        );
-        // A bound longer than that: at the start, never before.
-        assert_eq!(first_wake_at(start, next, start + 80_000, 100_000), next);
-        // A release long after the start counts half a period at most.
-        assert_eq!(
-            first_wake_at(start, next, next + 5_000_000, 0),
-            next + 1_333_000
-        );
-        // A release from before the start (an older cycle's): no lag.
-        assert_eq!(first_wake_at(start, next, 5, 10), next);
-        assert_eq!(
-            first_wake_at(0, u64::MAX, u64::MAX, 0),
-            u64::MAX,
-            "saturates"
-        );
     }
 
     #[test]
