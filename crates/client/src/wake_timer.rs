@@ -12,8 +12,8 @@
 //!   `RtContext::poll`). The release is expected as long after the cycle
 //!   start as it came in this thread's last cycle ([`hop_wake_at`]).
 //!
-//! Pure functions of times; the process thread reads them from its own
-//! state and the shared records. Real-time safe.
+//! The times are pure functions; the process thread feeds them from its
+//! own state and from the shared records, read here. Real-time safe.
 
 use resound_shm::sync::{AtomicU32, Ordering};
 use resound_shm::{ActivationRecord, Table, View};
