@@ -293,18 +293,18 @@ fn assert_only_the_first_is_timed([a, b]: [(u32, u32); 2]) {
     );
     assert!(b.0 + b.1 >= 50, "b was seen asleep too rarely: {b:?}");
     assert!(
-        b.0 * 2 < b.1,
+        b.0 < b.1,
         "b, after a short upstream, should mostly wait for a without a timer: {b:?}"
     );
 }
 
-/// Neither a nor b ever sleeps with a timer set (`--early-wake 0`), or a
-/// never does (`--first-wake driver`) and b mostly not (as above).
+/// a never sleeps with a timer set (`--first-wake driver`), b mostly not
+/// (as in [`assert_only_the_first_is_timed`]).
 fn assert_none_is_timed([a, b]: [(u32, u32); 2]) {
     assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
     assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
     assert!(b.0 + b.1 >= 50, "b was seen asleep too rarely: {b:?}");
-    assert!(b.0 * 2 < b.1, "b mostly waits for a without a timer: {b:?}");
+    assert!(b.0 < b.1, "b mostly waits for a without a timer: {b:?}");
 }
 
 /// With early wake-up off, no thread ever sleeps with a timer set.
