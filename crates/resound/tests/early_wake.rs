@@ -277,12 +277,17 @@ fn timed_sleeps_with(opts: &[&str], busy: Duration) -> [(u32, u32); 2] {
     counts
 }
 
+/// The early wake-up bound of the tests without real-time scheduling
+/// (`-r`) that need a's cycles shorter than it: a's callback returns at
+/// once, but a debug build's cycle, preempted now and then, ran longer than
+/// the default 100 µs in a third of the samples in CI (and b then sets its
+/// timer, as after any long upstream cycle).
+const SHORT_BOUND_US: &str = "1000";
+
 /// a sleeps mostly with its timer set, b mostly without: a's callback
 /// returns at once, so a's cycles run shorter than the early wake-up bound
-/// and a wakes b as it starts them. Without real-time scheduling (`-r`) a
-/// is sometimes preempted in a cycle, which then runs longer than the
-/// bound, and b sets its timer for the next (as after any long upstream
-/// cycle); under SCHED_FIFO that was not seen.
+/// and a wakes b as it starts them. A cycle of a that ran longer (a
+/// preemption) has b set its timer for the next, by design.
 fn assert_only_the_first_is_timed([a, b]: [(u32, u32); 2]) {
     assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
     // Untimed sleeps happen too: after a spin that ended before a late
@@ -293,7 +298,7 @@ fn assert_only_the_first_is_timed([a, b]: [(u32, u32); 2]) {
     );
     assert!(b.0 + b.1 >= 50, "b was seen asleep too rarely: {b:?}");
     assert!(
-        b.0 < b.1,
+        b.0 * 4 < b.1,
         "b, after a short upstream, should mostly wait for a without a timer: {b:?}"
     );
 }
@@ -304,7 +309,7 @@ fn assert_none_is_timed([a, b]: [(u32, u32); 2]) {
     assert!(a.0 + a.1 >= 50, "a was seen asleep too rarely: {a:?}");
     assert_eq!(a.0, 0, "a should sleep until the driver releases: {a:?}");
     assert!(b.0 + b.1 >= 50, "b was seen asleep too rarely: {b:?}");
-    assert!(b.0 < b.1, "b mostly waits for a without a timer: {b:?}");
+    assert!(b.0 * 4 < b.1, "b mostly waits for a without a timer: {b:?}");
 }
 
 /// With early wake-up off, no thread ever sleeps with a timer set.
@@ -317,7 +322,13 @@ fn assert_never_timed([a, b]: [(u32, u32); 2]) {
 
 #[test]
 fn the_first_client_sleeps_with_a_timer_and_the_next_without() {
-    assert_only_the_first_is_timed(timed_sleeps(&["-r", "--first-wake", "timer"]));
+    assert_only_the_first_is_timed(timed_sleeps(&[
+        "-r",
+        "--first-wake",
+        "timer",
+        "--early-wake",
+        SHORT_BOUND_US,
+    ]));
 }
 
 #[test]
@@ -343,7 +354,13 @@ fn without_early_wake_no_client_sleeps_with_a_timer() {
 
 #[test]
 fn with_first_wake_driver_the_first_client_sleeps_until_released() {
-    assert_none_is_timed(timed_sleeps(&["-r", "--first-wake", "driver"]));
+    assert_none_is_timed(timed_sleeps(&[
+        "-r",
+        "--first-wake",
+        "driver",
+        "--early-wake",
+        SHORT_BOUND_US,
+    ]));
 }
 
 /// a's callback is busy this long each cycle: longer than the default
