@@ -114,6 +114,7 @@ fn cpu_window(seconds: f64) -> Duration {
 
 fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
     let contenders = servers::parse_all(&a.servers, &a.variants, &a.builds)?;
+    servers::check_server_args(&contenders, &a.server_args)?;
     if let Some(l) = a.load.iter().find(|l| !(0.0..=90.0).contains(*l)) {
         return Err(format!("--load {l}: each load must be 0 to 90 percent"));
     }

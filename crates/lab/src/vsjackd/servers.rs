@@ -181,6 +181,27 @@ pub fn parse_all(
     Ok(all)
 }
 
+/// `--server-arg` may not choose the scheduling policy while the `fifo` or
+/// `deadline` server runs: choosing it is what those servers stand for
+/// (and resoundd refuses a second `--sched`, so each of their runs would
+/// fail). Two builds or settings under one policy are compared with
+/// `--servers jackd` and `--build`/`--variant`.
+pub fn check_server_args(contenders: &[Contender], server_args: &[String]) -> Result<(), String> {
+    let sets_sched = server_args
+        .iter()
+        .any(|a| a == "--sched" || a.starts_with("--sched="));
+    let fixed = contenders
+        .iter()
+        .find(|c| matches!(c.base, Base::Fifo | Base::Deadline));
+    match (sets_sched, fixed) {
+        (true, Some(c)) => Err(format!(
+            "--server-arg sets --sched, which {} sets itself: leave fifo and deadline out of --servers (e.g. --servers jackd with --build or --variant), or drop that --server-arg",
+            c.label
+        )),
+        _ => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,5 +269,17 @@ mod tests {
         let e = parse_all(&[], &[], &strings(&["base"])).unwrap_err();
         assert!(e.contains("expected NAME=DIR"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_server_arg_choosing_the_policy_is_refused_beside_the_fifo_and_deadline_servers() {
+        let both = parse_all(&strings(&["jackd", "fifo", "deadline"]), &[], &[]).unwrap();
+        for arg in [&["--sched=fifo"][..], &["--sched", "fifo"][..]] {
+            let e = check_server_args(&both, &strings(arg)).unwrap_err();
+            assert!(e.contains("resound-fifo sets itself"), "{e}");
+        }
+        let builds_only = parse_all(&strings(&["jackd"]), &[], &[]).unwrap();
+        assert!(check_server_args(&builds_only, &strings(&["--sched=fifo"])).is_ok());
+        assert!(check_server_args(&both, &strings(&["--early-wake=0", "--schedx"])).is_ok());
     }
 }
