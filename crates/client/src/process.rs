@@ -282,7 +282,7 @@ impl RtContext {
                 Poll::Idle => (None, 0),
             };
             let bound_ns = spin_bound_ns(
-                u64::from(h.early_wake_us.load(Ordering::Relaxed)) * 1000,
+                h.early_wake_ns(),
                 h.cycle_budget_us(inner.slot),
                 self.work_ns,
             );
@@ -389,7 +389,7 @@ impl RtContext {
         }
         let table = view.table(view.current_index());
         let up = upstream_of(view, &table, self.inner.slot, word)?;
-        let early_ns = u64::from(view.header().early_wake_us.load(Ordering::Relaxed)) * 1000;
+        let early_ns = view.header().early_wake_ns();
         if last_run_ns(up)? < early_ns {
             return None;
         }
@@ -491,7 +491,7 @@ impl RtContext {
         assert_no_alloc::assert_no_alloc(|| {
             let now = monotonic_ns();
             let ran = now.saturating_sub(rec.awake_ns.load(Ordering::Relaxed));
-            let early_ns = u64::from(view.header().early_wake_us.load(Ordering::Relaxed)) * 1000;
+            let early_ns = view.header().early_wake_ns();
             self.prewake = ran < early_ns;
             rec.finish_ns.store(now, Ordering::Relaxed);
             rec.finished_cycle.store(c.cycle, Ordering::Release);

@@ -15,6 +15,7 @@
 //! The times are pure functions; the process thread feeds them from its
 //! own state and from the shared records, read here. Real-time safe.
 
+use resound_shm::cycle::up_records;
 use resound_shm::sync::{AtomicU32, Ordering};
 use resound_shm::{ActivationRecord, Table, View};
 
@@ -51,10 +52,7 @@ pub(crate) fn upstream_of<'v>(
     slot: u32,
     word: &AtomicU32,
 ) -> Option<&'v ActivationRecord> {
-    table
-        .ups(slot)
-        .filter_map(|u| view.record(u))
-        .find(|r| std::ptr::eq(&r.done, word))
+    up_records(view, table, slot).find(|r| std::ptr::eq(&r.done, word))
 }
 
 /// How long `up`'s last finished cycle ran, wake-up to finish (ns); None

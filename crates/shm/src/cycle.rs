@@ -42,7 +42,7 @@ pub enum Readiness<'a> {
 /// here, in table order (one not mapped is skipped: its outputs read as
 /// silence). Real-time safe (no allocation).
 #[inline]
-fn up_records<'v, 't>(
+pub fn up_records<'v, 't>(
     view: &'v View,
     table: &Table<'t>,
     slot: u32,

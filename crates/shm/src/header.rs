@@ -195,6 +195,12 @@ impl ControlHeader {
         self.driver_cpu.store(cpu, Ordering::Relaxed);
     }
 
+    /// The early wake-up bound (ns; 0: off; see `early_wake_us`).
+    /// Real-time safe.
+    pub fn early_wake_ns(&self) -> u64 {
+        u64::from(self.early_wake_us.load(Ordering::Relaxed)) * 1000
+    }
+
     /// The CPU the driver last woke on (its timer is armed there when it
     /// sleeps, unless it migrated during its cycle). Real-time safe.
     pub fn driver_cpu(&self) -> u32 {
