@@ -109,7 +109,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         return RunMetrics::default();
     };
     let last = d.clients.last().unwrap_or(first);
-    let in_window = |r: &&Rec| r.wake >= t0 && r.wake <= t1;
+    let in_window = |r: &&Rec| woke_in(r, (t0, t1));
     let firsts: Vec<&Rec> = first.recs.iter().filter(in_window).collect();
     let maps: Vec<HashMap<u64, &Rec>> = d.clients.iter().map(|c| c.by_stamp()).collect();
     let (mut eoc, mut first_wake, mut hops) = (Vec::new(), Vec::new(), Vec::new());
@@ -158,11 +158,10 @@ pub fn compute(d: &RunData) -> RunMetrics {
         }
     }
     let cycles = firsts.len() as u64;
-    let (u0, u1) = d.untraced.window_ns;
     let untraced_cycles = first
         .recs
         .iter()
-        .filter(|r| r.wake >= u0 && r.wake <= u1)
+        .filter(|r| woke_in(r, d.untraced.window_ns))
         .count() as u64;
     let lasts: Vec<&Rec> = last.recs.iter().filter(in_window).collect();
     let xruns = match (lasts.first(), lasts.last()) {
@@ -190,6 +189,11 @@ pub fn compute(d: &RunData) -> RunMetrics {
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
     }
+}
+
+/// Whether `r`'s client woke inside `window` (CLOCK_MONOTONIC ns, both ends in).
+fn woke_in(r: &Rec, (t0, t1): (u64, u64)) -> bool {
+    r.wake >= t0 && r.wake <= t1
 }
 
 /// `total` per cycle (NaN without cycles).
