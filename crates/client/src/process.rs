@@ -9,7 +9,7 @@
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
 use crate::wake_timer::{first_wake_at, hop_wake_at, last_run_ns, upstream_of};
-use resound_shm::cycle::{next_step, release, Step};
+use resound_shm::cycle::{mark_asleep_on_driver, next_step, release, Step};
 use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{current_cpu, futex, Ordering};
 use resound_shm::time::{monotonic_ns, thread_cpu_ns};
@@ -322,7 +322,15 @@ impl RtContext {
                 (Some(w), Some(started)) => self.own_timer(view, w, started, bound_ns),
                 _ => None,
             };
+            // The driver wakes its word's sleepers only if one says so.
+            let on_driver = word.is_some_and(|w| is_driver_word(view, w));
+            if on_driver {
+                mark_asleep_on_driver(rec, true);
+            }
             futex::wait_any(&words[..n], timer);
+            if on_driver {
+                mark_asleep_on_driver(rec, false);
+            }
             slept = true;
         }
     }
@@ -546,10 +554,13 @@ pub(crate) fn spin_bound_ns(header_bound_ns: u64, budget_us: u32, work_ns: u64) 
 /// then keep it from running: the spinner sleeps instead, and the
 /// driver's wake-up of a thread on its own CPU is cheap. Real-time safe.
 fn worth_spinning(view: &View, word: &AtomicU32) -> bool {
-    let for_driver = view
-        .record(0)
-        .is_some_and(|driver| std::ptr::eq(word, &driver.done));
+    let for_driver = is_driver_word(view, word);
     spin_for(for_driver, view.header().driver_cpu(), current_cpu())
+}
+
+/// Whether `word` is the driver's done word. Real-time safe.
+fn is_driver_word(view: &View, word: &AtomicU32) -> bool {
+    view.record(0).is_some_and(|d| std::ptr::eq(word, &d.done))
 }
 
 /// [`worth_spinning`]'s rule on plain values: waiting for the driver

@@ -26,7 +26,7 @@ use crate::engine::{CycleArgs, Engine, FREEWHEEL_WAIT_NS};
 use crate::events::RtEvent;
 use crate::load::LoadStats;
 use crate::verdict::{judge_all, Outcome, Verdict};
-use resound_shm::cycle::{mix_sources, readiness, release, Readiness};
+use resound_shm::cycle::{mix_sources, readiness, release_to_sleepers, Readiness};
 use resound_shm::profile::cycle_flags;
 use resound_shm::sync::{futex, switch, Ordering};
 use resound_shm::{Table, Timer, View};
@@ -53,7 +53,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         publish_timer(view, a);
         self.transport
             .cycle(view, &table, a.cycle, a.frames as u32, a.start);
-        if !start_graph(view, a.cycle, switched) {
+        if !start_graph(view, &table, a.cycle, switched) {
             return;
         }
         self.prev = Some((cur, a.cycle));
@@ -314,17 +314,18 @@ fn publish_timer(view: &View, a: CycleArgs) {
 
 /// Step 8: releases `cycle` to the nodes the driver starts (its done word;
 /// every node waits for its upstream nodes' words, so nothing of theirs is
-/// written here), then, after a graph switch, bumps the header's epoch so
+/// written here; the `FUTEX_WAKE` only if a node sleeps on the word, see
+/// [`release_to_sleepers`]), then, after a graph switch, bumps the header's epoch so
 /// that every sleeping process thread looks at the new table (it may be
 /// waiting for a node that left, or have joined the graph). False without
 /// a driver record. Real-time safe.
-fn start_graph(view: &View, cycle: u64, switched: bool) -> bool {
+fn start_graph(view: &View, table: &Table<'_>, cycle: u64, switched: bool) -> bool {
     let Some(me) = view.record(0) else {
         return false;
     };
     me.cycle.store(cycle, Ordering::Relaxed);
     me.finished_cycle.store(cycle, Ordering::Release);
-    release(me, cycle);
+    release_to_sleepers(view, table, me, cycle);
     if switched {
         futex::bump_and_wake(&view.header().epoch);
     }

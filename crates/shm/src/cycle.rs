@@ -21,6 +21,55 @@ pub fn release(r: &ActivationRecord, cycle: u64) {
     futex::wake_all(&r.done);
 }
 
+/// The driver's release of `cycle` (its record `r`): as [`release`], but
+/// the `FUTEX_WAKE` is made only when some node of `view` says it sleeps on
+/// the driver's word ([`sleeper_on_driver`]), looked at after the store and
+/// a full fence (the other half of the protocol is
+/// [`mark_asleep_on_driver`]). When the nodes downstream of the driver are
+/// already awake (woken by their own timer, spinning for the release) the
+/// cycle start then makes no syscall at all. Returns whether it woke.
+/// Real-time safe.
+#[inline]
+pub fn release_to_sleepers(
+    view: &View,
+    table: &Table<'_>,
+    r: &ActivationRecord,
+    cycle: u64,
+) -> bool {
+    r.release_ns.store(monotonic_ns(), Ordering::Relaxed);
+    r.done.store(cycle as u32, Ordering::Release);
+    crate::sync::fence_full();
+    let wake = sleeper_on_driver(view, table);
+    if wake {
+        futex::wake_all(&r.done);
+    }
+    wake
+}
+
+/// Whether any client node of `table` (active or not: any thread that may
+/// still sleep on the driver's word) says it sleeps on the driver's `done`
+/// word. Real-time safe.
+#[inline]
+pub fn sleeper_on_driver(view: &View, table: &Table<'_>) -> bool {
+    (1..table.client_hw())
+        .filter_map(|slot| view.record(slot))
+        .any(|r| r.sleeps_on_driver.load(Ordering::Relaxed) != 0)
+}
+
+/// A process thread about to sleep on the driver's `done` word says so in
+/// its own record `me` (then a full fence, so the futex wait's look at the
+/// word comes after the driver can see the flag); `false` takes it back
+/// after the sleep. Real-time safe.
+#[inline]
+pub fn mark_asleep_on_driver(me: &ActivationRecord, asleep: bool) {
+    if asleep {
+        me.sleeps_on_driver.store(1, Ordering::SeqCst);
+        crate::sync::fence_full();
+    } else {
+        me.sleeps_on_driver.store(0, Ordering::Relaxed);
+    }
+}
+
 /// Whether a node's inputs are ready for a cycle ([`readiness`]).
 #[derive(Debug, Clone, Copy)]
 pub enum Readiness<'a> {
@@ -341,4 +390,74 @@ pub fn midi_input_buffer(
     // port's buffer of the same size (a port is never its own source).
     unsafe { crate::midi::merge(own as *mut u8, frames as u32, sources) };
     own as *const u8
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::switch;
+    use crate::{empty_client, Capacities, TableHeader};
+
+    /// A view with `n` active clients in slots 1..=n.
+    fn view_with_clients(n: u32) -> View {
+        let caps = Capacities {
+            max_clients: 8,
+            max_ports: 8,
+            max_connections: 8,
+            max_frames: 256,
+        };
+        let v = View::create(caps, 48000, 128, true, 0).unwrap();
+        v.own_nodes(1..8).unwrap();
+        let next = switch::begin_write(&v.header().switch);
+        {
+            // SAFETY: the only writer in this test; `next` from begin_write.
+            let mut t = unsafe { v.table_mut(next) };
+            let mut c = empty_client();
+            c.state = client_state::ACTIVE;
+            for slot in 1..=n {
+                t.set_client(slot, &c);
+            }
+            t.set_header(TableHeader {
+                version: 1,
+                client_hw: n + 1,
+                port_hw: 0,
+                n_sources: 0,
+                n_edges: 0,
+                n_order: 0,
+                _pad: 0,
+            });
+        }
+        switch::end_write(&v.header().switch);
+        switch::try_switch(&v.header().switch);
+        v
+    }
+
+    #[test]
+    fn the_driver_wakes_its_word_only_when_a_node_says_it_sleeps_there() {
+        let v = view_with_clients(3);
+        let table = v.table(v.current_index());
+        let driver = v.record(0).unwrap();
+        assert!(!release_to_sleepers(&v, &table, driver, 7));
+        assert_eq!(driver.done.load(Ordering::Acquire), 7, "released anyway");
+        assert!(driver.release_ns.load(Ordering::Relaxed) > 0);
+
+        let third = v.record(3).unwrap();
+        mark_asleep_on_driver(third, true);
+        assert!(sleeper_on_driver(&v, &table));
+        assert!(release_to_sleepers(&v, &table, driver, 8));
+        mark_asleep_on_driver(third, false);
+        assert!(!release_to_sleepers(&v, &table, driver, 9));
+    }
+
+    #[test]
+    fn any_value_but_zero_counts_as_asleep() {
+        // A client that scribbles on its flag costs the driver a syscall.
+        let v = view_with_clients(2);
+        let table = v.table(v.current_index());
+        v.record(1)
+            .unwrap()
+            .sleeps_on_driver
+            .store(0xdead_beef, Ordering::Relaxed);
+        assert!(sleeper_on_driver(&v, &table));
+    }
 }

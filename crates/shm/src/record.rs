@@ -125,6 +125,17 @@ pub struct ActivationRecord {
     /// client can only misreport its own CPU time, at most u32::MAX ns. Use
     /// [`ActivationRecord::store_cpu`] / [`ActivationRecord::cpu_of`].
     pub cpu: AtomicU64,
+    /// 1 while the owner's process thread sleeps, or is about to sleep, on
+    /// the driver's `done` word; 0 otherwise. Writer: the owner, stored
+    /// (seq-cst, then a full fence) before the futex wait, 0 after it.
+    /// Reader: the driver, at each cycle start, after it stored its `done`
+    /// word and a full fence: it makes its `FUTEX_WAKE` only if some node
+    /// says 1 ([`crate::cycle::release_to_sleepers`]). One of the two
+    /// always sees the other's store, so a sleeper is never missed: either
+    /// the driver sees the 1, or the futex wait sees the new `done`. A
+    /// record that lies costs its owner its own wake-up (0) or the driver
+    /// one syscall (1), nothing else.
+    pub sleeps_on_driver: AtomicU32,
     /// Last cycle the node completed (the driver: last cycle it started).
     /// Writer: the owner (release, after `finish_ns`). Reader: the driver
     /// (acquire), compared with the cycle it checks: anything else means

@@ -185,6 +185,17 @@ pub(crate) fn fence_release() {
     std::sync::atomic::fence(Ordering::Release);
 }
 
+/// A full (sequentially consistent) fence: orders every store before it
+/// against every load after it (the store-load order a plain release or
+/// acquire does not give; see `ActivationRecord::sleeps_on_driver`).
+#[inline]
+pub fn fence_full() {
+    #[cfg(loom)]
+    loom::sync::atomic::fence(Ordering::SeqCst);
+    #[cfg(not(loom))]
+    std::sync::atomic::fence(Ordering::SeqCst);
+}
+
 #[inline]
 pub(crate) fn fence_acquire() {
     #[cfg(loom)]
