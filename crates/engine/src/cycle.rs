@@ -1,8 +1,9 @@
 //! One audio cycle, as a short sequence of named steps:
 //!
-//! 1. (before: the driver's wait, in [`crate::engine`]); first, the
-//!    reservation controllers' windows are prefetched, to arrive in the
-//!    caches during the look-back;
+//! 1. (before: the driver's wait, in [`crate::engine`], and at its
+//!    wake-up the lines this cycle reads and writes fetched at once,
+//!    see `warm.rs`); first, the reservation controllers' windows are
+//!    prefetched, to arrive in the caches during the look-back;
 //! 2. look back at the previous cycle: a. one [`Verdict`] per active node
 //!    (`judge_prev`, a copy of its record, which the arming overwrites);
 //!    b. xrun events, profile record, DSP load (`look_back`);
@@ -72,6 +73,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         };
         let mut verdicts = std::mem::take(&mut self.verdicts);
         judge_all(view, view.table(pidx), pcycle, &mut verdicts);
+        self.warm.note(view, &verdicts);
         self.verdicts = verdicts;
         Some(pcycle)
     }

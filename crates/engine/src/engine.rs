@@ -26,6 +26,7 @@ use crate::reserve::Reservations;
 use crate::shared::EngineShared;
 use crate::transport::TransportEngine;
 use crate::verdict::Verdict;
+use crate::warm::Warm;
 use resound_shm::profile::{cycle_flags, CycleData, ProfileSegment};
 use resound_shm::sync::{current_cpu, Ordering};
 use resound_shm::View;
@@ -85,6 +86,8 @@ pub struct Engine<D: Driver, C: Clock> {
     pub(crate) load: LoadStats,
     /// The profile ring (None: profiling off).
     pub(crate) profile: Option<Arc<ProfileSegment>>,
+    /// What the next cycle reads and writes, fetched at its wake-up.
+    pub(crate) warm: Warm,
     /// The driver's own figures of the previous cycle, for its profile record.
     pub(crate) last: CycleData,
     /// Look-back verdicts of the previous cycle (capacity: every slot; never grows).
@@ -132,6 +135,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             transport: TransportEngine::new(caps.max_clients),
             load: LoadStats::default(),
             profile: None,
+            warm: Warm::new(caps.max_clients as usize),
             last: CycleData::default(),
             verdicts: Vec::with_capacity(caps.max_clients as usize),
             frame_time: 0,
@@ -223,6 +227,8 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             Ok(w) => w,
             Err(fault) => return self.on_fault(cycle, fault),
         };
+        self.warm
+            .fetch(self.profile.as_deref(), self.verdicts.len());
         // A client woken early for the release spins for it only on
         // another CPU than the driver's.
         h.mark_driver_cpu(current_cpu());

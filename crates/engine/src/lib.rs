@@ -25,6 +25,7 @@ pub mod shared;
 pub mod transport;
 pub mod verdict;
 pub mod wake_floor;
+mod warm;
 
 pub use clock::{Clock, MonotonicClock, SimClock, SimPoint};
 pub use driver::alsa::{AlsaConfig, AlsaDriver};

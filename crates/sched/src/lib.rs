@@ -57,4 +57,5 @@ pub use policy::{
     apply, current, deadline_permitted, describe_thread, drop_own_reservation, fifo_permitted,
     Policy, SchedError, SchedErrorKind,
 };
+pub use predictor::prefetch_bytes;
 pub use predictor::Predictor;

@@ -50,6 +50,23 @@ impl ProfileRing {
         h.cycles_written.store(n + 1, Ordering::Release);
     }
 
+    /// Driver thread: calls `f` with each span of the ring (address,
+    /// bytes) that the next [`Self::write_cycle`] of `rows` rows writes, so
+    /// that the driver can have them fetched into its cache ahead of the
+    /// writes. Real-time safe.
+    pub fn next_write_spans(&self, rows: u32, mut f: impl FnMut(*const u8, usize)) {
+        let h = self.header();
+        let n = h.cycles_written.load(Ordering::Relaxed);
+        let first = h.nodes_written.load(Ordering::Relaxed);
+        let row = std::mem::size_of::<super::records::NodeRecord>();
+        let cycle = std::mem::size_of::<super::records::CycleRecord>();
+        f(std::ptr::from_ref(self.cycle_slot(n)).cast(), cycle);
+        let rows = rows.min(MAX_ROWS_PER_CYCLE).min(self.layout.node_capacity);
+        for i in 0..u64::from(rows) {
+            f(std::ptr::from_ref(self.node_slot(first + i)).cast(), row);
+        }
+    }
+
     /// Control thread only (single writer): records a client's name.
     pub fn write_name(&self, uuid: u64, slot: u32, pid: u32, name: &str) {
         let h = self.header();
