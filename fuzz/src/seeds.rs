@@ -15,7 +15,7 @@ use resound_shm::limits::{AUDIO_TYPE, MIDI_TYPE};
 use resound_shm::profile::{CycleData, NodeData, ProfileLayout, ProfileSegment};
 use resound_shm::sync::Ordering;
 use resound_shm::transport::{command, valid, Position};
-use resound_shm::{Capacities, Mailbox, View};
+use resound_shm::{Capacities, Mailbox};
 
 /// Every target's seeds: (target, file name, bytes).
 pub fn all() -> Vec<(&'static str, String, Vec<u8>)> {
@@ -146,8 +146,7 @@ fn transport() -> Vec<(String, Vec<u8>)> {
         max_connections: 4,
         max_frames: 256,
     };
-    let v = View::create(caps, 48_000, 256, true, 0).unwrap();
-    v.own_nodes(1..2).unwrap();
+    let v = resound_shm::fixture::view_with_active_clients(caps, 256, 0);
     let mb = v.mailbox(1).unwrap();
     let bytes = |mb: &Mailbox| {
         // SAFETY: the mailbox lies inside the mapping of slot 1's node

@@ -228,8 +228,7 @@ impl TransportEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_shm::sync::switch;
-    use resound_shm::{empty_client, Capacities, TableHeader};
+    use resound_shm::Capacities;
 
     fn view_with_active_client() -> View {
         let caps = Capacities {
@@ -238,29 +237,7 @@ mod tests {
             max_connections: 8,
             max_frames: 4096,
         };
-        let v = View::create(caps, 48000, 256, true, 0).unwrap();
-        v.own_nodes(1..8).unwrap();
-        let h = v.header();
-        let next = switch::begin_write(&h.switch);
-        {
-            // SAFETY: the only writer in this test; `next` from begin_write.
-            let mut t = unsafe { v.table_mut(next) };
-            let mut c = empty_client();
-            c.state = client_state::ACTIVE;
-            t.set_client(1, &c);
-            t.set_header(TableHeader {
-                version: 1,
-                client_hw: 2,
-                port_hw: 0,
-                n_sources: 0,
-                n_edges: 0,
-                n_order: 0,
-                _pad: 0,
-            });
-        }
-        switch::end_write(&h.switch);
-        switch::try_switch(&h.switch);
-        v
+        resound_shm::fixture::view_with_active_clients(caps, 256, 1)
     }
 
     #[test]

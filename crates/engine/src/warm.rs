@@ -102,8 +102,7 @@ mod tests {
             max_connections: 4,
             max_frames: 256,
         };
-        let v = View::create(caps, 48000, 128, true, 0).unwrap();
-        v.own_nodes(1..4).unwrap();
+        let v = resound_shm::fixture::view_with_active_clients(caps, 128, 0);
         let mut w = Warm::new(1);
         w.note(&v, &[verdict(2)]);
         let rec = std::ptr::from_ref(v.record(2).unwrap()) as usize;

@@ -395,8 +395,7 @@ pub fn midi_input_buffer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sync::switch;
-    use crate::{empty_client, Capacities, TableHeader};
+    use crate::Capacities;
 
     /// A view with `n` active clients in slots 1..=n.
     fn view_with_clients(n: u32) -> View {
@@ -406,30 +405,7 @@ mod tests {
             max_connections: 8,
             max_frames: 256,
         };
-        let v = View::create(caps, 48000, 128, true, 0).unwrap();
-        v.own_nodes(1..8).unwrap();
-        let next = switch::begin_write(&v.header().switch);
-        {
-            // SAFETY: the only writer in this test; `next` from begin_write.
-            let mut t = unsafe { v.table_mut(next) };
-            let mut c = empty_client();
-            c.state = client_state::ACTIVE;
-            for slot in 1..=n {
-                t.set_client(slot, &c);
-            }
-            t.set_header(TableHeader {
-                version: 1,
-                client_hw: n + 1,
-                port_hw: 0,
-                n_sources: 0,
-                n_edges: 0,
-                n_order: 0,
-                _pad: 0,
-            });
-        }
-        switch::end_write(&v.header().switch);
-        switch::try_switch(&v.header().switch);
-        v
+        crate::fixture::view_with_active_clients(caps, 128, n)
     }
 
     #[test]

@@ -37,6 +37,8 @@
 //! and mapping are for non-real-time threads only.
 
 pub mod cycle;
+#[doc(hidden)]
+pub mod fixture;
 pub mod header;
 pub mod layout;
 pub mod limits;

@@ -1,0 +1,63 @@
+//! Views set up the way tests, fuzz targets and benches need them: one
+//! process that is the server and plays every client itself. Not for a
+//! real server (it owns every node segment); hidden from the docs.
+
+use crate::sync::switch;
+use crate::{client_state, empty_client, Capacities, TableHeader, View};
+
+/// A sync view at 48 kHz and `frames` per period with `caps`, a node
+/// segment of its own for every client slot, and a published table in
+/// which the clients of slots `1..=active` are active (no ports, no
+/// edges). Panics when the segments cannot be made, as a test would.
+/// Non-real-time.
+pub fn view_with_active_clients(caps: Capacities, frames: u32, active: u32) -> View {
+    assert!(active < caps.max_clients, "slot 0 is the driver's");
+    let v = View::create(caps, 48_000, frames, true, 0).expect("control segment");
+    v.own_nodes(1..caps.max_clients).expect("node segments");
+    let h = v.header();
+    let next = switch::begin_write(&h.switch);
+    {
+        // SAFETY: this function is the only writer of the fresh view's
+        // tables, and `next` is the inactive table begin_write handed out,
+        // which no reader looks at before end_write + try_switch below.
+        let mut t = unsafe { v.table_mut(next) };
+        let mut c = empty_client();
+        c.state = client_state::ACTIVE;
+        for slot in 1..=active {
+            t.set_client(slot, &c);
+        }
+        t.set_header(TableHeader {
+            version: 1,
+            client_hw: active + 1,
+            port_hw: 0,
+            n_sources: 0,
+            n_edges: 0,
+            n_order: 0,
+            _pad: 0,
+        });
+    }
+    switch::end_write(&h.switch);
+    switch::try_switch(&h.switch);
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_active_clients_are_in_the_current_table_and_own_their_records() {
+        let caps = Capacities {
+            max_clients: 4,
+            max_ports: 4,
+            max_connections: 4,
+            max_frames: 256,
+        };
+        let v = view_with_active_clients(caps, 128, 2);
+        let t = v.table(v.current_index());
+        assert_eq!(t.client_hw(), 3);
+        assert_eq!(t.client_state(1), client_state::ACTIVE);
+        assert_eq!(t.client_state(2), client_state::ACTIVE);
+        assert!(v.record(3).is_some(), "every slot has its node segment");
+    }
+}
