@@ -8,7 +8,7 @@
 
 use crate::client::Inner;
 use crate::scope::{silence_outputs, ProcessScope};
-use crate::wake_timer::{first_wake_at, hop_wake_at, last_run_ns, upstream_of};
+use crate::wake_timer::{first_wake_at, hop_wake_at, last_run_ns, upstream_of, TimerLateness};
 use resound_shm::cycle::{mark_asleep_on_driver, next_step, release, Step};
 use resound_shm::sync::AtomicU32;
 use resound_shm::sync::{current_cpu, futex, Ordering};
@@ -50,10 +50,14 @@ pub(crate) fn process_thread(
     gen: u32,
 ) {
     let prio = inner.view.header().client_priority;
+    let mut fifo_applied = false;
     let sched = if prio > 0 {
         let fifo = resound_sched::Policy::Fifo { priority: prio };
         match resound_sched::policy::apply_inheritable(0, &fifo) {
-            Ok(()) => resound_sched::describe_thread(0),
+            Ok(()) => {
+                fifo_applied = true;
+                resound_sched::describe_thread(0)
+            }
             Err(e) => format!("SCHED_OTHER (SCHED_FIFO {prio} refused: {e})"),
         }
     } else {
@@ -77,6 +81,8 @@ pub(crate) fn process_thread(
         spun_ns: 0,
         work_ns: 0,
         ready_lag_ns: None,
+        timer_late: TimerLateness::default(),
+        fifo_applied,
         synced: false,
         tb_gen: None,
         tb_locate: 0,
@@ -157,6 +163,10 @@ pub struct RtContext {
     /// start): when its own timer expects them next (see
     /// [`crate::wake_timer`]).
     ready_lag_ns: Option<u64>,
+    /// How late its own timer wake-ups run (see [`crate::wake_timer`]).
+    timer_late: TimerLateness,
+    /// The thread got SCHED_FIFO when it started.
+    fifo_applied: bool,
     /// The sync callback ran successfully at least once since activation.
     pub(crate) synced: bool,
     /// Timebase generation and relocation generation the master last saw.
@@ -331,6 +341,9 @@ impl RtContext {
             if on_driver {
                 mark_asleep_on_driver(rec, false);
             }
+            if let Some(at) = timer {
+                self.note_timer_wake(at);
+            }
             slept = true;
         }
     }
@@ -351,6 +364,16 @@ impl RtContext {
             self.hop_timer(view, word, started, bound_ns)?
         };
         (at > monotonic_ns()).then_some(at)
+    }
+
+    /// After a sleep with its own timer set to expire at `at`: a return at
+    /// or after `at` tells how late its timer wake-ups run (a return before
+    /// it, woken by a release or a graph change, tells nothing).
+    /// Real-time safe.
+    fn note_timer_wake(&mut self, at: u64) {
+        if let Some(late) = monotonic_ns().checked_sub(at) {
+            self.timer_late.note(late);
+        }
     }
 
     /// The timer for the driver's release after `started` ([`first_wake_at`]).
@@ -374,11 +397,18 @@ impl RtContext {
         }
         let t = view.timer();
         let released = driver.release_ns.load(Ordering::Relaxed);
+        // Only a real-time thread's timer is set early for its lateness:
+        // the driver then preempts it (SCHED_FIFO) or the kernel moves the
+        // driver to another CPU (earlier deadline); a SCHED_OTHER spinner
+        // woken before the cycle start could hold the driver's CPU.
+        let realtime = self.fifo_applied || view.header().cycle_budget_us(self.inner.slot) > 0;
+        let late = if realtime { self.timer_late.ns() } else { 0 };
         Some(first_wake_at(
             t.start_ns,
             t.next_start_ns,
             released,
             bound_ns,
+            late,
         ))
     }
 
