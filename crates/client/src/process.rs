@@ -397,12 +397,14 @@ impl RtContext {
         }
         let t = view.timer();
         let released = driver.release_ns.load(Ordering::Relaxed);
-        // Only a real-time thread's timer is set early for its lateness:
-        // the driver then preempts it (SCHED_FIFO) or the kernel moves the
-        // driver to another CPU (earlier deadline); a SCHED_OTHER spinner
-        // woken before the cycle start could hold the driver's CPU.
-        let realtime = self.fifo_applied || view.header().cycle_budget_us(self.inner.slot) > 0;
-        let late = if realtime { self.timer_late.ns() } else { 0 };
+        // Only a SCHED_FIFO thread's timer is set early for its lateness:
+        // woken before the cycle start, it spins where the driver, of
+        // higher priority, preempts it. A SCHED_OTHER spinner could hold
+        // the driver's CPU, and under a reservation, with a deadline then
+        // earlier than the driver's, it measured no better (see
+        // docs/architecture.md).
+        let fifo = self.fifo_applied && view.header().cycle_budget_us(self.inner.slot) == 0;
+        let late = if fifo { self.timer_late.ns() } else { 0 };
         Some(first_wake_at(
             t.start_ns,
             t.next_start_ns,

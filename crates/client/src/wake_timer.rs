@@ -19,16 +19,14 @@ use resound_shm::cycle::up_records;
 use resound_shm::sync::{AtomicU32, Ordering};
 use resound_shm::{ActivationRecord, Table, View};
 
-/// When the first client's timer is set (CLOCK_MONOTONIC ns). The thread
-/// is to be running half its spin bound (`bound_ns`) before the driver is
+/// When the first client's timer is set (CLOCK_MONOTONIC ns): so that the
+/// thread runs `bound_ns` (how long it may spin) before the driver is
 /// expected to release the cycle that starts at `next_ns`, and not before
-/// that start: it then spins for the release from up to half its bound
-/// before it to up to half its bound after, either way the release moves
-/// from its expected time. The release is expected as long after the start
+/// that start; it runs about `late_ns` after its timer expires (its
+/// [`TimerLateness`]; 0 for a timer at that time itself), so the timer is
+/// set that much earlier. The release is expected as long after the start
 /// as the driver released the current cycle (started at `start_ns`,
-/// released at `released_ns`) after its start, at most half a period. The
-/// thread runs about `late_ns` after its timer expires (its
-/// [`TimerLateness`]), so the timer is set that much earlier.
+/// released at `released_ns`) after its start, at most half a period.
 /// Real-time safe.
 pub(crate) fn first_wake_at(
     start_ns: u64,
@@ -40,7 +38,7 @@ pub(crate) fn first_wake_at(
     let half = next_ns.saturating_sub(start_ns) / 2;
     let lag = released_ns.saturating_sub(start_ns).min(half);
     next_ns
-        .saturating_add(lag.saturating_sub(bound_ns / 2))
+        .saturating_add(lag.saturating_sub(bound_ns))
         .saturating_sub(late_ns)
 }
 
@@ -121,15 +119,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_first_client_runs_half_its_bound_before_the_expected_release() {
+    fn the_first_clients_timer_is_set_before_the_expected_release() {
         let (start, next) = (1_000_000, 3_666_000);
-        // Released 80 µs after the start, bound 60 µs: 50 µs after the start.
+        // Released 80 µs after the start: 30 µs before the release.
         assert_eq!(
-            first_wake_at(start, next, start + 80_000, 60_000, 0),
+            first_wake_at(start, next, start + 80_000, 30_000, 0),
             next + 50_000
         );
-        // A bound longer than twice the lag: at the start, never before.
-        assert_eq!(first_wake_at(start, next, start + 80_000, 200_000, 0), next);
+        // A bound longer than that: at the start, never before.
+        assert_eq!(first_wake_at(start, next, start + 80_000, 100_000, 0), next);
         // A release long after the start counts half a period at most.
         assert_eq!(
             first_wake_at(start, next, next + 5_000_000, 0, 0),
@@ -160,16 +158,16 @@ mod tests {
     #[test]
     fn the_first_clients_timer_leads_by_its_wake_up_lateness_too() {
         let (start, next) = (1_000_000, 3_666_000);
-        // Released 80 µs after the start, bound 60 µs, wake-ups 20 µs
-        // late: running 50 µs after the start, the timer 20 µs before that.
+        // Released 80 µs after the start, bound 30 µs, wake-ups 20 µs
+        // late: running 30 µs before the release, the timer 20 µs before that.
         assert_eq!(
-            first_wake_at(start, next, start + 80_000, 60_000, 20_000),
+            first_wake_at(start, next, start + 80_000, 30_000, 20_000),
             next + 30_000
         );
-        // A bound longer than twice the lag: running at the start, the
-        // timer before it.
+        // A bound longer than the lag: running at the start, the timer
+        // before it.
         assert_eq!(
-            first_wake_at(start, next, start + 80_000, 200_000, 20_000),
+            first_wake_at(start, next, start + 80_000, 100_000, 20_000),
             next - 20_000
         );
         assert_eq!(first_wake_at(start, 5, 6, 0, 10), 0, "saturates");

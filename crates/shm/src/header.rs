@@ -154,8 +154,8 @@ pub struct ControlHeader {
     pub cycle_budget_us: [AtomicU32; crate::limits::HARD_MAX_CLIENTS as usize / 2],
     // ---- layout 9 ----
     /// 1: the first client in the activation order sleeps with a timer set
-    /// so that it runs half its early wake-up bound before the driver is
-    /// expected to release the next cycle, and spins for the release (only while
+    /// to its early wake-up bound before the driver is expected to release
+    /// the next cycle, and spins for the release (only while
     /// `early_wake_us` is not 0); 0: it sleeps until the release. Writer:
     /// the server, once at start-up, before any client maps the header.
     /// Readers: client process threads, before each sleep on the driver's

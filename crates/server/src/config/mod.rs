@@ -127,9 +127,9 @@ pub struct ServerArgs {
     pub early_wake_us: Option<u32>,
     /// How the first client of the graph (the first in the activation
     /// order) is woken each cycle. timer (the default): it sleeps with a
-    /// timer set so that it runs half its early wake-up bound before the
-    /// driver is expected to release the cycle (a real-time thread's timer
-    /// earlier by how late its timer wake-ups run), and spins for the
+    /// timer set to its early wake-up bound before the driver is expected
+    /// to release the cycle (under SCHED_FIFO earlier by how late its timer
+    /// wake-ups run), and spins for the
     /// release (never on the CPU the driver woke on), so its wake-up overlaps the driver's work and
     /// the driver's wake finds it awake: less driver CPU and an earlier
     /// chain (see docs/architecture.md); driver: it sleeps until the
