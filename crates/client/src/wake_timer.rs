@@ -12,6 +12,10 @@
 //!   `RtContext::poll`). The release is expected as long after the cycle
 //!   start as it came in this thread's last cycle ([`hop_wake_at`]).
 //!
+//! A SCHED_FIFO first client sets its timer earlier by how late its own
+//! timer wake-ups run ([`TimerLateness`]), so that it is running, not just
+//! woken, when the release was expected.
+//!
 //! The times are pure functions; the process thread feeds them from its
 //! own state and from the shared records, read here. Real-time safe.
 
