@@ -16,9 +16,18 @@ use crate::{client_state, port_flags, ActivationRecord, NodeStatus, Table, View}
 /// record's owner. Real-time safe.
 #[inline]
 pub fn release(r: &ActivationRecord, cycle: u64) {
+    publish_release(r, cycle);
+    futex::wake_all(&r.done);
+}
+
+/// The stores of a release of `cycle` in the owner's record `r`, without
+/// the wake: the release time, then the cycle's tag in the done word
+/// (release order: the outputs written before are visible to whoever sees
+/// the tag). Real-time safe.
+#[inline]
+fn publish_release(r: &ActivationRecord, cycle: u64) {
     r.release_ns.store(monotonic_ns(), Ordering::Relaxed);
     r.done.store(cycle as u32, Ordering::Release);
-    futex::wake_all(&r.done);
 }
 
 /// The driver's release of `cycle` (its record `r`): as [`release`], but
@@ -36,8 +45,7 @@ pub fn release_to_sleepers(
     r: &ActivationRecord,
     cycle: u64,
 ) -> bool {
-    r.release_ns.store(monotonic_ns(), Ordering::Relaxed);
-    r.done.store(cycle as u32, Ordering::Release);
+    publish_release(r, cycle);
     crate::sync::fence_full();
     let wake = sleeper_on_driver(view, table);
     if wake {
