@@ -14,9 +14,10 @@
 //! state, with only valid bits the driver allows and only finite numbers.
 
 use resound_engine::transport::TransportEngine;
-use resound_shm::sync::{switch, Ordering};
+use resound_shm::fixture::publish_client_states;
+use resound_shm::sync::Ordering;
 use resound_shm::transport::{state, valid, Position};
-use resound_shm::{client_state, empty_client, Capacities, Mailbox, TableHeader, View};
+use resound_shm::{client_state, Capacities, Mailbox, View};
 
 /// Client slots (the driver's included).
 const CLIENTS: u32 = 4;
@@ -88,31 +89,18 @@ fn prepare(v: &View, setup: u8) {
         if setup & 0x80 != 0 { 2_000_000 } else { 1_000 },
         Ordering::Relaxed,
     );
-    let next = switch::begin_write(&h.switch);
-    {
-        // SAFETY: this thread's own segments, and their only writer.
-        let mut t = unsafe { v.table_mut(next) };
-        for slot in 1..CLIENTS {
-            let mut c = empty_client();
-            c.state = if setup & (1 << slot) != 0 {
+    let states: Vec<u32> = (1..CLIENTS)
+        .map(|slot| {
+            if setup & (1 << slot) != 0 {
                 client_state::ACTIVE
             } else {
                 client_state::OPEN
-            };
-            t.set_client(slot, &c);
-        }
-        t.set_header(TableHeader {
-            version: 1,
-            client_hw: CLIENTS,
-            port_hw: 0,
-            n_sources: 0,
-            n_edges: 0,
-            n_order: 0,
-            _pad: 0,
-        });
-    }
-    switch::end_write(&h.switch);
-    switch::try_switch(&h.switch);
+            }
+        })
+        .collect();
+    // SAFETY: this thread's own segments (`VIEW` is thread-local), and
+    // their only writer.
+    unsafe { publish_client_states(v, &states) };
 }
 
 /// Writes `bytes` over the start of `slot`'s mailbox (the rest zeroed), as

@@ -14,21 +14,37 @@ pub fn view_with_active_clients(caps: Capacities, frames: u32, active: u32) -> V
     assert!(active < caps.max_clients, "slot 0 is the driver's");
     let v = View::create(caps, 48_000, frames, true, 0).expect("control segment");
     v.own_nodes(1..caps.max_clients).expect("node segments");
+    let states = vec![client_state::ACTIVE; active as usize];
+    // SAFETY: the view was created just above, in this function, and no
+    // other thread has it: this is its single graph writer.
+    unsafe { publish_client_states(&v, &states) };
+    v
+}
+
+/// Publishes a table in which client slot `i + 1` is in `states[i]` (a
+/// [`client_state`] value) and the clients end there (no ports, no edges),
+/// and makes it the current one. Non-real-time.
+///
+/// # Safety
+/// The caller must be the single graph writer of `v` (as for
+/// [`View::table_mut`]): a test's or fuzz target's own view, which no
+/// server writes.
+pub unsafe fn publish_client_states(v: &View, states: &[u32]) {
     let h = v.header();
     let next = switch::begin_write(&h.switch);
     {
-        // SAFETY: this function is the only writer of the fresh view's
-        // tables, and `next` is the inactive table begin_write handed out,
-        // which no reader looks at before end_write + try_switch below.
+        // SAFETY: the caller is the single graph writer (this function's
+        // contract), and `next` is the inactive table begin_write handed
+        // out, which no reader looks at before end_write + try_switch below.
         let mut t = unsafe { v.table_mut(next) };
-        let mut c = empty_client();
-        c.state = client_state::ACTIVE;
-        for slot in 1..=active {
+        for (slot, &state) in (1u32..).zip(states) {
+            let mut c = empty_client();
+            c.state = state;
             t.set_client(slot, &c);
         }
         t.set_header(TableHeader {
             version: 1,
-            client_hw: active + 1,
+            client_hw: states.len() as u32 + 1,
             port_hw: 0,
             n_sources: 0,
             n_edges: 0,
@@ -38,7 +54,6 @@ pub fn view_with_active_clients(caps: Capacities, frames: u32, active: u32) -> V
     }
     switch::end_write(&h.switch);
     switch::try_switch(&h.switch);
-    v
 }
 
 #[cfg(test)]
