@@ -93,6 +93,22 @@ pub enum RtEvent {
         /// true: SCHED_FIFO; false: SCHED_OTHER.
         fifo: bool,
     },
+    /// A client thread held by its reservation's throttle (runnable, late,
+    /// and not running for a whole cycle) runs SCHED_FIFO for a while (see
+    /// `crate::reserve`'s rescue).
+    Rescued {
+        /// Slot.
+        slot: u32,
+        /// Kernel thread id.
+        tid: i32,
+        /// Cycles it stays on SCHED_FIFO before its reservation is applied again.
+        hold_cycles: u32,
+    },
+    /// A rescued thread is under its reservation again.
+    RescueEnded {
+        /// Slot.
+        slot: u32,
+    },
     /// The driver reported a fault (see [`crate::driver::Fault`]).
     DriverFault {
         /// Cycle number at which it happened.

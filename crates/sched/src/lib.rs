@@ -10,6 +10,7 @@
 //! | [`controller`] | [`Controller`]: per reserved thread, turns the CPU-time trace into SCHED_DEADLINE budgets (-F/-I/-D, min/max clamps, flush + bump on new clients and xruns, change threshold) | driver thread, at cycle begin; allocates only in `new`, makes no syscalls |
 //! | [`multiplier`] | [`multiplier_for`]: the reservation-period multiplier in use, with the thesis's automatic rule for short periods | any thread, pure |
 //! | [`ledger`] | [`Ledger`]: our own record of admitted bandwidth per thread, and the system capacity | built on the control thread; `reserve`/`release`/`get` on the driver thread, without allocation |
+//! | [`thread_run`] | [`thread_run::read_thread_run`]: whether a thread is runnable and its CPU time so far, from procfs | the driver thread, for a client thread that stopped finishing its cycles; real-time safe |
 //! | [`cpu_latency`] | a held request on idle CPUs' wake-up latency (`/dev/cpu_dma_latency`) | start-up only (`resoundd --cpu-dma-latency`, the bench) |
 //!
 //! Critical-path deadlines (`--deadlines critical-path`) are computed over
@@ -49,6 +50,7 @@ pub mod multiplier;
 pub mod owner;
 pub mod policy;
 pub mod predictor;
+pub mod thread_run;
 
 pub use controller::{Controller, ControllerConfig, Reservation};
 pub use ledger::{AdmissionError, Ledger};

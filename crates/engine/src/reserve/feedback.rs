@@ -19,6 +19,10 @@ impl Reservations {
     /// the controller goes back to what the kernel has and proposes it
     /// again next cycle (see [`CHANGES_PER_CYCLE`]). Real-time safe.
     fn change(&mut self, slot: u32, r: Reservation, emit: &mut impl FnMut(RtEvent)) {
+        if self.rescues.holds(slot) {
+            // Applied when the hold ends, as the controller has it then.
+            return;
+        }
         let s = &self.stats[slot as usize];
         let gives_more = r.runtime_ns > s.budget_ns.load(Ordering::Relaxed)
             || r.deadline_ns > s.deadline_ns.load(Ordering::Relaxed);
@@ -150,6 +154,7 @@ impl Reservations {
         if self.cycles.is_multiple_of(departed::CHECK_CYCLES) && !self.departed.is_empty() {
             self.check_departed(emit);
         }
+        self.end_rescues(emit);
         self.follow_period(period_ns, emit);
         for (slot, used) in samples {
             if self.tids.get(slot as usize).copied().unwrap_or(0) != 0 {
@@ -227,6 +232,9 @@ impl Reservations {
             self.on_xrun(slot, emit);
         } else if let Some(s) = self.stats.get(slot as usize) {
             s.xruns.fetch_add(1, Ordering::Relaxed);
+        }
+        if woken {
+            self.watch_held(slot, progressed, emit);
         }
     }
 

@@ -21,6 +21,9 @@
 //! paced).
 
 mod feedback;
+mod rescue;
+
+pub use rescue::{ThreadReader, COOLDOWN_HOLDS, RESCUE_CYCLES};
 
 use crate::departed::{self, Departed, Prober};
 use crate::events::RtEvent;
@@ -117,6 +120,9 @@ pub struct ResStat {
     pub xruns: AtomicU64,
     /// `sched_setattr` calls made for it.
     pub updates: AtomicU64,
+    /// Times it was put on SCHED_FIFO for a while because its reservation's
+    /// throttle held it (see `rescue`).
+    pub rescues: AtomicU64,
 }
 
 /// The driver thread's reservation state.
@@ -164,6 +170,8 @@ pub struct Reservations {
     /// threads (`ControlHeader::cycle_budget_us`; None: nowhere, as in
     /// tests without a segment).
     budget_board: Option<Arc<resound_shm::View>>,
+    /// Client threads held by their throttle, put on SCHED_FIFO for a while.
+    rescues: rescue::Rescues,
 }
 
 /// Sets policy `p` on thread `tid` (0: the calling thread) without
@@ -244,6 +252,7 @@ impl Reservations {
             external: None,
             wake_floors: WakeFloors::new(slots),
             budget_board: None,
+            rescues: rescue::Rescues::new(slots),
         }
     }
 
@@ -431,7 +440,7 @@ impl Reservations {
     /// one syscall). Real-time safe.
     fn update(&mut self, slot: u32, r: Reservation, emit: &mut impl FnMut(RtEvent)) {
         let tid = self.tids[slot as usize];
-        if tid == 0 || (self.freewheeling && slot != 0) {
+        if tid == 0 || (self.freewheeling && slot != 0) || self.rescues.holds(slot) {
             return;
         }
         let old = self.ledger.get(tid).unwrap_or(0.0);
@@ -551,6 +560,7 @@ impl Reservations {
     fn detach(&mut self, slot: u32, emit: &mut impl FnMut(RtEvent)) {
         self.pending.retain(|&(s, _)| s != slot);
         self.wake_floors.forget(slot);
+        self.rescues.forget(slot);
         let tid = std::mem::replace(&mut self.tids[slot as usize], 0);
         if tid != 0 {
             self.release_or_hold(slot, tid, emit);

@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use resound_engine::departed::Prober;
-use resound_engine::reserve::Applier;
+use resound_engine::reserve::{Applier, ThreadReader};
 use resound_engine::{
     Clock, Command, DummyDriver, Engine, EngineConfig, EngineShared, Mode, Reservations, RtEvent,
     SimClock, SimPoint,
@@ -97,6 +97,11 @@ pub struct Setup {
     pub applier: Applier,
     /// The `sched_getattr` seam.
     pub prober: Prober,
+    /// The procfs seam of the throttle rescue (default: every thread gone,
+    /// so that no test depends on what real thread has its fake id).
+    pub thread_reader: ThreadReader,
+    /// Cycles of a throttle rescue's hold (0: no rescue).
+    pub rescue_cycles: u32,
 }
 
 impl Default for Setup {
@@ -109,8 +114,15 @@ impl Default for Setup {
             links: Vec::new(),
             applier: accept_all,
             prober: all_gone,
+            thread_reader: no_thread,
+            rescue_cycles: resound_engine::reserve::RESCUE_CYCLES,
         }
     }
+}
+
+/// A procfs reader that finds no thread (the rescue never starts).
+pub fn no_thread(_tid: i32) -> Option<resound_sched::thread_run::ThreadRun> {
+    None
 }
 
 /// Writes the compiled graph into the next table, as the server's publication does.
@@ -249,7 +261,9 @@ impl Rig {
             cmd_rx,
         )
         .with_applier(s.applier)
-        .with_prober(s.prober);
+        .with_prober(s.prober)
+        .with_thread_reader(s.thread_reader)
+        .with_rescue_cycles(s.rescue_cycles);
         let (tx, rx) = rtrb::RingBuffer::new(1024);
         let clock = SimClock::new(1_000_000_000);
         {

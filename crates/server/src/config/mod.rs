@@ -115,6 +115,15 @@ pub struct ServerArgs {
     /// is unchanged, so the ledger books 100/PCT times its bandwidth.
     #[arg(long = "light-period", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_LIGHT_PERIOD_PCT, value_parser = share_parser(50.0))]
     pub light_period_pct: f64,
+    /// A client thread that its reservation's throttle holds for a whole
+    /// cycle (woken, late, runnable, not running) runs SCHED_FIFO for
+    /// CYCLES cycles, then under its reservation again. On a virtual machine
+    /// a stall of the virtual CPU can be charged to the thread that was
+    /// running, and the kernel then throttles it for about ten times the
+    /// stall while the clients before it go on without it (see
+    /// docs/architecture.md). 0: never.
+    #[arg(long = "throttle-rescue", value_name = "CYCLES", default_value_t = resound_engine::reserve::RESCUE_CYCLES, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub throttle_rescue: u32,
     /// Early wake-up (µs; 0 turns it off): a client whose last cycle took
     /// less than US wakes the clients after it as it starts a cycle, so that
     /// their wake-up overlaps its work, and they spin (at most US) for its

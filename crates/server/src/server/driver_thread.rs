@@ -223,7 +223,8 @@ fn spawn<D: Driver + Send + 'static>(
         d.engine.res.clone(),
         d.commands,
     )
-    .with_external(d.engine.external.clone());
+    .with_external(d.engine.external.clone())
+    .with_rescue_cycles(cfg.server.throttle_rescue);
     let eng = Engine::new(
         view,
         d.engine.clone(),

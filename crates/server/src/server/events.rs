@@ -253,6 +253,17 @@ impl Server {
                     if fifo { "SCHED_FIFO" } else { "SCHED_OTHER" }
                 );
             }
+            RtEvent::Rescued {
+                slot,
+                tid,
+                hold_cycles,
+            } => warn!(
+                "{} (thread {tid}) was held by its reservation's throttle for a whole cycle without running (a stall charged to its budget); it runs SCHED_FIFO for {hold_cycles} cycles, then under its reservation again",
+                self.slot_name(slot)
+            ),
+            RtEvent::RescueEnded { slot } => {
+                info!("{}: under its reservation again", self.slot_name(slot))
+            }
             RtEvent::Corrupt { slot, status } => self.on_corrupt(slot, status),
             RtEvent::StillReserved { slot, tid, ppm } => info!(
                 "{} (thread {tid}) left the graph still under its reservation (stopped or hung: only the thread itself can drop it); its {:.3} CPU stays booked until it does or exits",

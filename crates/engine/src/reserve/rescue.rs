@@ -1,0 +1,232 @@
+//! Rescue of a client thread held by its reservation's throttle.
+//!
+//! The kernel charges a SCHED_DEADLINE thread for all the time it holds a
+//! CPU, and on a virtual machine that includes a stall of the virtual CPU
+//! the host does not report as stolen time. A thread caught running in
+//! such a stall owes its reservation milliseconds of runtime, and the
+//! constant bandwidth server makes it pay them back at its own bandwidth:
+//! its deadline moves ahead by the debt × period / budget (about eleven
+//! times the stall for a client budgeted at 9 % of the period), and once
+//! its budget is spent it is throttled until then. Traced at 10 clients ×
+//! 7.5 % on the development VM: a client caught in a 5.9 ms stall was
+//! throttled for 22 ms, while its upstream client ran nine more cycles
+//! whose blocks it never took. Changing its budget or deadline does not
+//! help (the kernel keeps the old deadline), and switching it out of
+//! SCHED_DEADLINE and straight back keeps it too; only a thread that stays
+//! out of SCHED_DEADLINE until that deadline has passed comes back with
+//! fresh parameters.
+//!
+//! So a client thread that was woken, is late and has finished nothing
+//! for a whole cycle is looked at (procfs, [`ThreadReader`]): runnable
+//! (state `R`) and its CPU time moved by less than a quarter of its budget
+//! since the cycle before means the scheduler holds it, not that it works,
+//! sleeps or is stopped. It then runs SCHED_FIFO (one below the driver's
+//! fallback priority, as a refused client does) for `hold_cycles` cycles,
+//! long enough for debts of tens of milliseconds, while its ledger entry
+//! stays booked and its controller keeps learning; then its reservation,
+//! as its controller has it then, is applied again. A thread spinning in
+//! its callback uses its budget every period and is never rescued; one
+//! asleep in a system call or stopped is not runnable.
+//!
+//! Threads: owned by the driver thread, inside [`Reservations`]; the per
+//! slot state is allocated once.
+
+use super::{kind, Mode, Reservations};
+use crate::events::RtEvent;
+use resound_sched::thread_run::ThreadRun;
+use resound_sched::Policy;
+use resound_shm::sync::Ordering;
+
+/// Reads a thread's run state and CPU time without allocating (procfs; a
+/// fake in tests).
+pub type ThreadReader = fn(tid: i32) -> Option<ThreadRun>;
+
+/// Cycles a rescued thread stays on SCHED_FIFO by default (267 ms at
+/// 128 frames and 48 kHz: a debt of 24 ms at a 9 % budget).
+pub const RESCUE_CYCLES: u32 = 100;
+
+/// After a rescue, the slot is not rescued again for this many holds
+/// (counted from the rescue).
+pub const COOLDOWN_HOLDS: u64 = 11;
+
+/// Per-slot rescue state.
+pub(super) struct Rescues {
+    /// Cycles a rescued thread stays on SCHED_FIFO (0: no rescue).
+    pub(super) hold_cycles: u32,
+    /// Reads a thread's run state.
+    pub(super) read: ThreadReader,
+    /// Per slot: the cycle of its last late look and its CPU time then.
+    looked: Vec<Option<(u64, u64)>>,
+    /// Per slot: the cycle at which a rescued thread gets its reservation
+    /// back (0: not rescued).
+    until: Vec<u64>,
+    /// Per slot: the first cycle it may be rescued again.
+    not_before: Vec<u64>,
+}
+
+impl Rescues {
+    /// State for `slots` slots (allocates).
+    pub(super) fn new(slots: usize) -> Self {
+        Rescues {
+            hold_cycles: RESCUE_CYCLES,
+            read: resound_sched::thread_run::read_thread_run,
+            looked: vec![None; slots],
+            until: vec![0; slots],
+            not_before: vec![0; slots],
+        }
+    }
+
+    /// Whether `slot`'s thread is on SCHED_FIFO for a rescue. Real-time safe.
+    pub(super) fn holds(&self, slot: u32) -> bool {
+        self.until.get(slot as usize).is_some_and(|&u| u != 0)
+    }
+
+    /// Forgets `slot` (its thread left). Real-time safe.
+    pub(super) fn forget(&mut self, slot: u32) {
+        if let Some(l) = self.looked.get_mut(slot as usize) {
+            *l = None;
+        }
+        if let Some(u) = self.until.get_mut(slot as usize) {
+            *u = 0;
+        }
+        if let Some(n) = self.not_before.get_mut(slot as usize) {
+            *n = 0;
+        }
+    }
+}
+
+impl Reservations {
+    /// Sets how many cycles a rescued thread stays on SCHED_FIFO (0: never
+    /// rescue). Call before the driver loop.
+    pub fn with_rescue_cycles(mut self, cycles: u32) -> Self {
+        self.rescues.hold_cycles = cycles;
+        self
+    }
+
+    /// Replaces the procfs reader (tests: a fake).
+    pub fn with_thread_reader(mut self, read: ThreadReader) -> Self {
+        self.rescues.read = read;
+        self
+    }
+
+    /// `slot`'s thread was woken and is late: `first` for the first late
+    /// cycle of a stall (its budget was just bumped), else it finished
+    /// nothing since. Reads its run state, and rescues it when it is held
+    /// (see the [module docs](self)). Real-time safe.
+    pub(super) fn watch_held(&mut self, slot: u32, first: bool, emit: &mut impl FnMut(RtEvent)) {
+        let Mode::Deadline {
+            fallback_priority, ..
+        } = self.mode
+        else {
+            return;
+        };
+        let tid = self.tids.get(slot as usize).copied().unwrap_or(0);
+        let r = &self.rescues;
+        if r.hold_cycles == 0
+            || slot == 0
+            || tid == 0
+            || self.freewheeling
+            || r.holds(slot)
+            || self.cycles < r.not_before[slot as usize]
+        {
+            return;
+        }
+        let Some(run) = (r.read)(tid) else { return };
+        let now = (self.cycles, run.cpu_ns);
+        let Some((at, cpu)) = self.rescues.looked[slot as usize].replace(now) else {
+            return;
+        };
+        let budget = self.stats[slot as usize].budget_ns.load(Ordering::Relaxed);
+        let idle = run.cpu_ns.saturating_sub(cpu) < budget / 4;
+        if !first && run.runnable && idle && self.cycles.saturating_sub(at) <= 2 {
+            self.rescue(slot, tid, (fallback_priority - 1).max(1), emit);
+        }
+    }
+
+    /// Puts `slot`'s thread on SCHED_FIFO at `priority` for the hold; its
+    /// ledger entry and published figures stay. Real-time safe.
+    fn rescue(&mut self, slot: u32, tid: i32, priority: i32, emit: &mut impl FnMut(RtEvent)) {
+        self.count_change(slot);
+        if (self.apply)(tid, &Policy::Fifo { priority }).is_err() {
+            return;
+        }
+        let hold = self.rescues.hold_cycles;
+        self.rescues.until[slot as usize] = self.cycles + u64::from(hold);
+        self.rescues.not_before[slot as usize] = self.cycles + COOLDOWN_HOLDS * u64::from(hold);
+        self.rescues.looked[slot as usize] = None;
+        self.show_budget(slot, 0, 0);
+        let s = &self.stats[slot as usize];
+        s.kind.store(kind::FIFO, Ordering::Relaxed);
+        s.rescues.fetch_add(1, Ordering::Relaxed);
+        emit(RtEvent::Rescued {
+            slot,
+            tid,
+            hold_cycles: hold,
+        });
+    }
+
+    /// Driver thread, at cycle begin: threads whose hold is over get their
+    /// reservation again. Real-time safe.
+    pub(super) fn end_rescues(&mut self, emit: &mut impl FnMut(RtEvent)) {
+        for slot in 1..self.tids.len() as u32 {
+            let until = self.rescues.until[slot as usize];
+            if until != 0 && self.cycles >= until && !self.freewheeling {
+                self.rescues.until[slot as usize] = 0;
+                self.restore(slot, emit);
+            }
+        }
+    }
+
+    /// Applies `slot`'s reservation again after a rescue: the one its
+    /// controller has now if the ledger admits it, else the one it had.
+    /// A refusal by the kernel leaves the thread on SCHED_FIFO, retried as a
+    /// refused thread is. Real-time safe.
+    fn restore(&mut self, slot: u32, emit: &mut impl FnMut(RtEvent)) {
+        let tid = self.tids[slot as usize];
+        if tid == 0 {
+            return;
+        }
+        if self
+            .ledger
+            .reserve(
+                tid,
+                self.controllers[slot as usize].reservation().bandwidth(),
+            )
+            .is_err()
+        {
+            self.keep_applied(slot);
+        }
+        let r = self.controllers[slot as usize].reservation();
+        self.count_change(slot);
+        match (self.apply)(tid, &r.policy(self.reclaim)) {
+            Ok(()) => {
+                self.stats[slot as usize]
+                    .kind
+                    .store(kind::DEADLINE, Ordering::Relaxed);
+                self.publish(slot, &r);
+                emit(RtEvent::RescueEnded { slot });
+            }
+            Err(libc::ESRCH) => {
+                self.ledger.release(tid);
+                self.tids[slot as usize] = 0;
+                self.set_kind(slot, 0, kind::NONE);
+            }
+            Err(errno) => {
+                // As a refused attachment: no controller runs for it until
+                // a retry admits it.
+                self.ledger.release(tid);
+                self.tids[slot as usize] = 0;
+                self.set_kind(slot, tid, kind::FIFO);
+                if self.pending.len() < self.pending.capacity() {
+                    self.pending.push((slot, tid));
+                }
+                emit(RtEvent::Refused {
+                    slot,
+                    asked_ppm: super::ppm(r.bandwidth()),
+                    free_ppm: super::ppm(self.ledger.free()),
+                    errno,
+                });
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+//! The throttle rescue: a client thread held by its reservation's throttle
+//! (woken, late, runnable, not running for a whole cycle) runs SCHED_FIFO
+//! for a while, then under its reservation again. Fake `sched_setattr` and
+//! procfs, simulated clock.
+
+mod common;
+
+use common::{Play, Rig, Setup, PERIOD_NS};
+use resound_engine::reserve::{Applier, ThreadReader};
+use resound_engine::{kind, Command, Mode, RtEvent};
+use resound_sched::thread_run::ThreadRun;
+use resound_sched::{ControllerConfig, Policy};
+use resound_shm::sync::Ordering;
+use std::cell::{Cell, RefCell};
+
+/// Client "a"'s fake thread id.
+const TID: i32 = 1001;
+
+thread_local! {
+    /// Policies the fake `sched_setattr` applied to [`TID`], on this test's
+    /// thread (the engine steps on it).
+    static APPLIED: RefCell<Vec<Policy>> = const { RefCell::new(Vec::new()) };
+    /// What the fake procfs shows for [`TID`]: runnable, and CPU time that
+    /// moves by the second field at each read.
+    static SHOWN: Cell<(bool, u64)> = const { Cell::new((true, 0)) };
+    static CPU_NS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn recording(tid: i32, p: &Policy) -> Result<(), i32> {
+    if tid == TID {
+        APPLIED.with(|v| v.borrow_mut().push(*p));
+    }
+    Ok(())
+}
+
+fn shown(tid: i32) -> Option<ThreadRun> {
+    if tid != TID {
+        return None;
+    }
+    let (runnable, step) = SHOWN.with(Cell::get);
+    let cpu_ns = CPU_NS.with(|c| {
+        c.set(c.get() + step);
+        c.get()
+    });
+    Some(ThreadRun { runnable, cpu_ns })
+}
+
+/// What procfs shows for "a" from now on.
+fn show(runnable: bool, cpu_step_ns: u64) {
+    SHOWN.with(|s| s.set((runnable, cpu_step_ns)));
+}
+
+/// Policies applied to "a" since the last look.
+fn applied() -> Vec<Policy> {
+    APPLIED.with(|v| v.borrow_mut().drain(..).collect())
+}
+
+/// Chain "a" -> "b" under reservations, "a"'s thread attached, with the
+/// given seams and hold; 30 cycles run, so that budgets are settled.
+fn chain_rig(applier: Applier, reader: ThreadReader, hold: u32) -> (Rig, u32) {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b"],
+        mode: Mode::Deadline {
+            cfg: ControllerConfig {
+                audio_period_ns: PERIOD_NS,
+                ..Default::default()
+            },
+            fallback_priority: 10,
+        },
+        applier,
+        thread_reader: reader,
+        rescue_cycles: hold,
+        ..Default::default()
+    });
+    let a = rig.slot("a");
+    rig.commands
+        .push(Command::Attach { slot: a, tid: TID })
+        .expect("command ring");
+    rig.run(30);
+    applied();
+    rig.drain();
+    (rig, a)
+}
+
+fn kind_of(rig: &Rig, slot: u32) -> u32 {
+    rig.shared.res[slot as usize].kind.load(Ordering::Relaxed)
+}
+
+fn rescues(rig: &Rig, slot: u32) -> u64 {
+    rig.shared.res[slot as usize]
+        .rescues
+        .load(Ordering::Relaxed)
+}
+
+fn ledger_ppm(rig: &Rig) -> u64 {
+    rig.shared.ledger_ppm.load(Ordering::Relaxed)
+}
+
+#[test]
+fn a_held_thread_runs_fifo_for_the_hold_then_under_its_reservation_again() {
+    show(true, 0);
+    let (mut rig, a) = chain_rig(recording, shown, 20);
+    let ledger = ledger_ppm(&rig);
+    rig.play("a", Play::Stuck);
+    // Judged late at the next cycle (bumped, first look), then late again
+    // without progress: the second look finds it runnable and idle.
+    rig.run(3);
+    let fifo = applied();
+    assert!(
+        fifo.contains(&Policy::Fifo { priority: 9 }),
+        "rescued onto SCHED_FIFO one below the driver's fallback: {fifo:?}"
+    );
+    assert_eq!(kind_of(&rig, a), kind::FIFO);
+    assert_eq!(rescues(&rig, a), 1);
+    assert!(
+        ledger_ppm(&rig) >= ledger,
+        "its bandwidth stays booked (and its bump with it): {} < {ledger}",
+        ledger_ppm(&rig)
+    );
+    assert!(rig
+        .drain()
+        .iter()
+        .any(|e| matches!(e, RtEvent::Rescued { slot, tid: TID, hold_cycles: 20 } if *slot == a)));
+    // It finishes again; during the hold nothing else is applied to it,
+    // even as its controller moves.
+    rig.play("a", Play::OnTime);
+    rig.run(15);
+    assert_eq!(applied(), Vec::new(), "no sched_setattr during the hold");
+    rig.run(5);
+    let back = applied();
+    assert!(
+        matches!(back.as_slice(), [Policy::Deadline { .. }]),
+        "its reservation again when the hold ends: {back:?}"
+    );
+    assert_eq!(kind_of(&rig, a), kind::DEADLINE);
+    assert!(rig
+        .drain()
+        .iter()
+        .any(|e| matches!(e, RtEvent::RescueEnded { slot } if *slot == a)));
+}
+
+#[test]
+fn a_late_thread_that_sleeps_or_works_is_not_rescued() {
+    for (runnable, step, what) in [
+        (false, 0, "asleep or stopped"),
+        (true, 10_000_000, "using CPU time"),
+    ] {
+        show(runnable, step);
+        let (mut rig, a) = chain_rig(recording, shown, 20);
+        rig.play("a", Play::Stuck);
+        rig.run(10);
+        let calls = applied();
+        assert!(
+            !calls.iter().any(|p| matches!(p, Policy::Fifo { .. })),
+            "{what}: {calls:?}"
+        );
+        assert_eq!(kind_of(&rig, a), kind::DEADLINE, "{what}");
+        assert_eq!(rescues(&rig, a), 0, "{what}");
+    }
+}
+
+#[test]
+fn no_rescue_when_turned_off_and_at_most_one_per_cooldown() {
+    show(true, 0);
+    let (mut rig, a) = chain_rig(recording, shown, 0);
+    rig.play("a", Play::Stuck);
+    rig.run(10);
+    assert_eq!(rescues(&rig, a), 0, "--throttle-rescue 0");
+    assert_eq!(kind_of(&rig, a), kind::DEADLINE);
+
+    let hold = 5;
+    let (mut rig, a) = chain_rig(recording, shown, hold);
+    rig.play("a", Play::Stuck);
+    rig.run(3);
+    assert_eq!(rescues(&rig, a), 1);
+    // Held again and again: no new rescue until the cooldown has passed.
+    let cooldown = resound_engine::reserve::COOLDOWN_HOLDS as usize * hold as usize;
+    for _ in 0..3 {
+        rig.play("a", Play::OnTime);
+        rig.run(1);
+        rig.play("a", Play::Stuck);
+        rig.run(hold as usize + 3);
+    }
+    assert_eq!(rescues(&rig, a), 1, "within the cooldown");
+    rig.play("a", Play::OnTime);
+    rig.run(cooldown);
+    rig.play("a", Play::Stuck);
+    rig.run(3);
+    assert_eq!(rescues(&rig, a), 2, "after the cooldown");
+}
+
+#[test]
+fn a_thread_leaving_during_the_hold_gives_its_bandwidth_back() {
+    show(true, 0);
+    let (mut rig, a) = chain_rig(recording, shown, 50);
+    let before = ledger_ppm(&rig);
+    rig.play("a", Play::Stuck);
+    rig.run(3);
+    assert_eq!(kind_of(&rig, a), kind::FIFO);
+    applied();
+    rig.commands
+        .push(Command::Detach { slot: a })
+        .expect("command ring");
+    rig.run(60);
+    assert!(
+        ledger_ppm(&rig) < before,
+        "its entry let go ({} of {before} ppm left)",
+        ledger_ppm(&rig)
+    );
+    assert_eq!(kind_of(&rig, a), kind::NONE);
+    assert!(
+        !applied()
+            .iter()
+            .any(|p| matches!(p, Policy::Deadline { .. })),
+        "no reservation for a thread that left"
+    );
+}
