@@ -516,7 +516,7 @@ pub fn format_status(st: &Status) -> String {
             );
         }
         o += &format!(
-            "\n{:<24} {:>7} {:<15} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6}\n",
+            "\n{:<24} {:>7} {:<15} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6} {:>7}\n",
             "thread",
             "tid",
             "policy",
@@ -526,13 +526,14 @@ pub fn format_status(st: &Status) -> String {
             "used us",
             "deadline",
             "throttles",
-            "xruns"
+            "xruns",
+            "rescues"
         );
         for r in &st.reservations {
             let dl = r.policy == "SCHED_DEADLINE";
             let f = |ns: u64| if dl { us(ns) } else { "-".into() };
             o += &format!(
-                "{:<24} {:>7} {:<15} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6}\n",
+                "{:<24} {:>7} {:<15} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9} {:>6} {:>7}\n",
                 r.name,
                 r.tid,
                 r.policy,
@@ -542,7 +543,8 @@ pub fn format_status(st: &Status) -> String {
                 us(r.used_ns),
                 f(r.deadline_ns),
                 r.throttles,
-                r.xruns
+                r.xruns,
+                r.rescues
             );
         }
     }

@@ -87,6 +87,14 @@ enum Cmd {
         /// Percent of the period to stay busy.
         #[arg(long, default_value_t = 10.0)]
         busy: f64,
+        /// Once, stay busy this many milliseconds of CPU time in one cycle
+        /// (a one-off overrun, as a plugin loading a preset in its
+        /// callback would make); 0: never.
+        #[arg(long = "spike-ms", default_value_t = 0.0)]
+        spike_ms: f64,
+        /// When the spike comes: this many seconds after the first cycle.
+        #[arg(long = "spike-after-s", default_value_t = 2.0)]
+        spike_after_s: f64,
     },
     /// Breaks a rule every client must follow (see --mode), to test that the server survives it.
     Misbehave {
@@ -351,18 +359,25 @@ fn run(cli: Cli) -> Result<(), String> {
         Cmd::Pass | Cmd::Gain { .. } | Cmd::Lowpass { .. } | Cmd::Load { .. } => {
             let inp = audio_in(&client, "in")?;
             let mut out = audio_out(&client, "out")?;
-            let (gain, coef, busy) = match cli.cmd {
-                Cmd::Gain { gain } => (gain, None, 0.0),
+            let (gain, coef, busy, spike) = match cli.cmd {
+                Cmd::Gain { gain } => (gain, None, 0.0, (0.0, 0.0)),
                 Cmd::Lowpass { cutoff } => (
                     1.0,
                     Some(1.0 - (-2.0 * std::f32::consts::PI * cutoff / rate).exp()),
                     0.0,
+                    (0.0, 0.0),
                 ),
-                Cmd::Load { busy } => (1.0, None, busy),
-                _ => (1.0, None, 0.0),
+                Cmd::Load {
+                    busy,
+                    spike_ms,
+                    spike_after_s,
+                } => (1.0, None, busy, (spike_ms, spike_after_s)),
+                _ => (1.0, None, 0.0, (0.0, 0.0)),
             };
             let period_ns = frames_to_ns(client.buffer_size().into(), client.sample_rate()) as f64;
             let busy_ns = (period_ns * busy / 100.0) as u64;
+            let spike_ns = (spike.0 * 1e6) as u64;
+            let spike_cycle = (spike.1 * 1e9 / period_ns) as u64;
             let mut z = 0.0f32;
             activate(&client, move |ps: &mut ProcessScope| {
                 let t0 = resound_shm::time::thread_cpu_ns();
@@ -381,6 +396,12 @@ fn run(cli: Cli) -> Result<(), String> {
                         }
                     }
                 }
+                let done = s.cycles.load(Ordering::Relaxed);
+                let busy_ns = if spike_ns > 0 && done == spike_cycle {
+                    spike_ns
+                } else {
+                    busy_ns
+                };
                 while busy_ns > 0 && resound_shm::time::thread_cpu_ns() - t0 < busy_ns {
                     std::hint::spin_loop();
                 }

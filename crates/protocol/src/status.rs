@@ -178,6 +178,10 @@ pub struct ReservationStatus {
     pub xruns: u64,
     /// sched_setattr calls made for it.
     pub updates: u64,
+    /// Times it ran SCHED_FIFO for a while because its reservation's
+    /// throttle held it for a whole cycle (`resoundd --throttle-rescue`).
+    #[serde(default)]
+    pub rescues: u64,
 }
 
 /// One client in a [`Status`].
@@ -239,6 +243,7 @@ mod tests {
             throttles: 0,
             xruns: 0,
             updates: 0,
+            rescues: 0,
         }
     }
 

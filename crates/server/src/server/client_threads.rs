@@ -298,6 +298,7 @@ impl Server {
                     throttles: 0,
                     xruns: 0,
                     updates: t.updates,
+                    rescues: 0,
                 }
             })
             .collect()

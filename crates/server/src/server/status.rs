@@ -158,6 +158,7 @@ impl Server {
                 throttles: ld(&r.throttles),
                 xruns: ld(&r.xruns),
                 updates: ld(&r.updates),
+                rescues: ld(&r.rescues),
             });
         }
         v

@@ -1,0 +1,115 @@
+//! The throttle rescue with real SCHED_DEADLINE threads: a client whose
+//! reservation's throttle holds it for a whole cycle runs SCHED_FIFO for a
+//! while, then under its reservation again. Without GRUB reclaiming, a
+//! one-off overrun of tens of milliseconds is caught at the scheduler tick
+//! and leaves the thread owing milliseconds of runtime, which the kernel
+//! collects by throttling it for many periods: the same hold a machine
+//! stall charged to the thread causes, made on purpose.
+//! Tests that need SCHED_DEADLINE print SKIP with the reason where it is
+//! not permitted.
+
+mod common;
+use common::*;
+use resound_protocol::wire::{ReservationStatus, Status};
+use resound_sched::Policy;
+use std::time::Duration;
+
+fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
+    st.reservations.iter().find(|r| r.name == name)
+}
+
+/// A server without reclaiming (so the overrun is throttled, not let
+/// through on idle bandwidth) and extra `args`, with one client busy 5 %
+/// of each period that once stays busy 40 ms, two seconds in.
+fn spiking_client(args: &[&str]) -> (Srv, Tool) {
+    let mut all = vec!["--sched", "deadline", "--no-reclaim"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["-d", "dummy", "-p", "128"]);
+    let srv = Srv::start(&all);
+    let tool = srv.tool(
+        "spiker",
+        &[
+            "load",
+            "--busy",
+            "5",
+            "--spike-ms",
+            "40",
+            "--spike-after-s",
+            "2",
+            "-c",
+            "system:capture_1=@:in",
+            "-c",
+            "@:out=system:playback_1",
+        ],
+    );
+    (srv, tool)
+}
+
+const HELD: &str = "was held by its reservation's throttle";
+
+#[test]
+fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_again() {
+    let _serial = one_at_a_time();
+    if !deadline_or_skip(
+        "a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_again",
+    ) {
+        return;
+    }
+    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "200"]);
+    wait_for_seen("the rescue", Duration::from_secs(10), || {
+        let st = srv.status();
+        let r = res(&st, "spiker").map_or(0, |r| r.rescues);
+        (r >= 1 && srv.log().contains(HELD), format!("rescues {r}"))
+    });
+    // During the hold the kernel has the thread on SCHED_FIFO, below the
+    // driver's fallback priority, and its bandwidth stays booked.
+    let st = srv.status();
+    let spiker = res(&st, "spiker").expect("spiker's reservation row");
+    let policy = resound_sched::current(spiker.tid).expect("thread readable");
+    let during = srv.log();
+    assert!(
+        matches!(policy, Policy::Fifo { priority: 9 })
+            || during.contains("under its reservation again"),
+        "rescued thread is {policy:?}; status {spiker:?}"
+    );
+    assert!(st.ledger_used > 0.0, "bandwidth booked: {st:?}");
+    wait_for("the end of the hold", Duration::from_secs(5), || {
+        srv.log()
+            .contains("\"spiker\": under its reservation again")
+    });
+    wait_for_seen(
+        "the spiker under SCHED_DEADLINE again",
+        Duration::from_secs(5),
+        || {
+            let st = srv.status();
+            let Some(r) = res(&st, "spiker") else {
+                return (false, "no row".into());
+            };
+            let kernel = resound_sched::current(r.tid);
+            let ok = r.policy == "SCHED_DEADLINE"
+                && matches!(kernel, Ok(Policy::Deadline { runtime_ns, .. }) if runtime_ns == r.budget_ns);
+            (ok, format!("status {r:?}, kernel {kernel:?}"))
+        },
+    );
+}
+
+#[test]
+fn with_the_rescue_off_a_held_client_stays_under_its_reservation() {
+    let _serial = one_at_a_time();
+    if !deadline_or_skip("with_the_rescue_off_a_held_client_stays_under_its_reservation") {
+        return;
+    }
+    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "0"]);
+    // The spike comes two seconds in; its throttle lasts hundreds of ms.
+    let mut saw_late = false;
+    for _ in 0..40 {
+        std::thread::sleep(Duration::from_millis(100));
+        let st = srv.status();
+        let r = res(&st, "spiker").expect("spiker's reservation row");
+        assert_eq!(r.policy, "SCHED_DEADLINE", "never moved: {r:?}");
+        assert_eq!(r.rescues, 0, "{r:?}");
+        saw_late |= r.xruns > 0;
+    }
+    assert!(saw_late, "the spike made it late");
+    assert!(!srv.log().contains(HELD));
+}
