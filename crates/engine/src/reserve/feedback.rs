@@ -214,7 +214,9 @@ impl Reservations {
     /// clients reached 0.9 CPU each and, until they could drop it, held that
     /// bandwidth in the kernel after the ledger had let it go, so the
     /// kernel refused everyone else's raises). A throttled thread still
-    /// finishes its cycles, late, and is bumped at each. Real-time safe.
+    /// finishes its cycles, late, and is bumped at each. A woken thread is
+    /// also watched for a throttle that holds it (see `rescue`). Real-time
+    /// safe.
     pub fn on_late(
         &mut self,
         slot: u32,

@@ -18,7 +18,8 @@
 //!
 //! This module owns admission, attaching and detaching threads and the
 //! commands; `feedback` owns the per-cycle side (controllers fed, changes
-//! paced).
+//! paced); `rescue` puts a client thread its reservation's throttle holds
+//! on SCHED_FIFO for a while.
 
 mod feedback;
 mod rescue;
