@@ -215,3 +215,34 @@ fn a_thread_leaving_during_the_hold_gives_its_bandwidth_back() {
         "no reservation for a thread that left"
     );
 }
+
+/// Accepts every policy but a change of "a"'s reservation after the first,
+/// as a kernel with no bandwidth left does (EBUSY); records the rest.
+fn refusing_raises(tid: i32, p: &Policy) -> Result<(), i32> {
+    thread_local! {
+        static GRANTED: Cell<bool> = const { Cell::new(false) };
+    }
+    if tid == TID && matches!(p, Policy::Deadline { .. }) && GRANTED.with(|g| g.replace(true)) {
+        return Err(libc::EBUSY);
+    }
+    recording(tid, p)
+}
+
+/// A thread whose raise was just refused is short of budget, not held for
+/// a debt: on SCHED_FIFO it would run below every reserved thread of a
+/// full machine, so it is left alone.
+#[test]
+fn a_thread_whose_raise_was_refused_is_not_rescued() {
+    show(true, 0);
+    let (mut rig, a) = chain_rig(refusing_raises, shown, 20);
+    rig.play("a", Play::Stuck);
+    rig.run(10);
+    assert!(
+        rig.drain()
+            .iter()
+            .any(|e| matches!(e, RtEvent::Refused { slot, .. } if *slot == a)),
+        "its bump was refused"
+    );
+    assert_eq!(rescues(&rig, a), 0);
+    assert_eq!(kind_of(&rig, a), kind::DEADLINE);
+}

@@ -95,6 +95,9 @@ enum Cmd {
         /// When the spike comes: this many seconds after the first cycle.
         #[arg(long = "spike-after-s", default_value_t = 2.0)]
         spike_after_s: f64,
+        /// Spike again every this many seconds after the first (0: once).
+        #[arg(long = "spike-every-s", default_value_t = 0.0)]
+        spike_every_s: f64,
     },
     /// Breaks a rule every client must follow (see --mode), to test that the server survives it.
     Misbehave {
@@ -360,24 +363,26 @@ fn run(cli: Cli) -> Result<(), String> {
             let inp = audio_in(&client, "in")?;
             let mut out = audio_out(&client, "out")?;
             let (gain, coef, busy, spike) = match cli.cmd {
-                Cmd::Gain { gain } => (gain, None, 0.0, (0.0, 0.0)),
+                Cmd::Gain { gain } => (gain, None, 0.0, (0.0, 0.0, 0.0)),
                 Cmd::Lowpass { cutoff } => (
                     1.0,
                     Some(1.0 - (-2.0 * std::f32::consts::PI * cutoff / rate).exp()),
                     0.0,
-                    (0.0, 0.0),
+                    (0.0, 0.0, 0.0),
                 ),
                 Cmd::Load {
                     busy,
                     spike_ms,
                     spike_after_s,
-                } => (1.0, None, busy, (spike_ms, spike_after_s)),
-                _ => (1.0, None, 0.0, (0.0, 0.0)),
+                    spike_every_s,
+                } => (1.0, None, busy, (spike_ms, spike_after_s, spike_every_s)),
+                _ => (1.0, None, 0.0, (0.0, 0.0, 0.0)),
             };
             let period_ns = frames_to_ns(client.buffer_size().into(), client.sample_rate()) as f64;
             let busy_ns = (period_ns * busy / 100.0) as u64;
             let spike_ns = (spike.0 * 1e6) as u64;
             let spike_cycle = (spike.1 * 1e9 / period_ns) as u64;
+            let spike_every = (spike.2 * 1e9 / period_ns) as u64;
             let mut z = 0.0f32;
             activate(&client, move |ps: &mut ProcessScope| {
                 let t0 = resound_shm::time::thread_cpu_ns();
@@ -397,7 +402,11 @@ fn run(cli: Cli) -> Result<(), String> {
                     }
                 }
                 let done = s.cycles.load(Ordering::Relaxed);
-                let busy_ns = if spike_ns > 0 && done == spike_cycle {
+                let spiking = done == spike_cycle
+                    || (spike_every > 0
+                        && done > spike_cycle
+                        && (done - spike_cycle).is_multiple_of(spike_every));
+                let busy_ns = if spike_ns > 0 && spiking {
                     spike_ns
                 } else {
                     busy_ns
