@@ -87,9 +87,10 @@ enum Cmd {
         /// Percent of the period to stay busy.
         #[arg(long, default_value_t = 10.0)]
         busy: f64,
-        /// Once, stay busy this many milliseconds of CPU time in one cycle
-        /// (a one-off overrun, as a plugin loading a preset in its
-        /// callback would make); 0: never.
+        /// Stay busy this many milliseconds of CPU time in one cycle (an
+        /// overrun, as a plugin loading a preset in its callback would
+        /// make), at --spike-after-s and then every --spike-every-s; 0:
+        /// never.
         #[arg(long = "spike-ms", default_value_t = 0.0)]
         spike_ms: f64,
         /// When the spike comes: this many seconds after the first cycle.

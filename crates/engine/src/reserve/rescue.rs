@@ -1,16 +1,17 @@
 //! Rescue of a client thread held by its reservation's throttle.
 //!
 //! The kernel charges a SCHED_DEADLINE thread for all the time it holds a
-//! CPU, and on a virtual machine that includes a stall of the virtual CPU
-//! the host does not report as stolen time. A thread caught running in
-//! such a stall owes its reservation milliseconds of runtime, and the
+//! CPU, and on a virtual machine that includes, as far as the traces
+//! below show, a stall of the virtual CPU the host does not report as
+//! stolen time. A thread caught running in such a stall owes its
+//! reservation milliseconds of runtime, and the
 //! constant bandwidth server makes it pay them back at its own bandwidth:
 //! its deadline moves ahead by the debt × period / budget (about eleven
 //! times the stall for a client budgeted at 9 % of the period), and once
 //! its budget is spent it is throttled until then. Traced at 10 clients ×
 //! 7.5 % on the development VM: a client caught in a 5.9 ms stall was
-//! throttled for 22 ms, while its upstream client ran nine more cycles
-//! whose blocks it never took. Changing its budget or deadline does not
+//! throttled for 22 ms, while its upstream client ran about eight more
+//! cycles whose blocks it never took. Changing its budget or deadline does not
 //! help (the kernel keeps the old deadline), and switching it out of
 //! SCHED_DEADLINE and straight back keeps it too; only a thread that stays
 //! out of SCHED_DEADLINE until that deadline has passed comes back with

@@ -258,7 +258,7 @@ impl Server {
                 tid,
                 hold_cycles,
             } => warn!(
-                "{} (thread {tid}) was held by its reservation's throttle for a whole cycle without running (a stall charged to its budget); it runs SCHED_FIFO for {hold_cycles} cycles, then under its reservation again",
+                "{} (thread {tid}) was held by its reservation's throttle for a whole cycle without running (it owed its budget: a machine stall charged to it, or an overrun caught late); it runs SCHED_FIFO for {hold_cycles} cycles, then under its reservation again",
                 self.slot_name(slot)
             ),
             RtEvent::RescueEnded { slot } => {
