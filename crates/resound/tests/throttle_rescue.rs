@@ -64,7 +64,8 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
     ) {
         return;
     }
-    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "200"]);
+    // The rescue is on by default.
+    let (srv, _spiker) = spiking_client(&[]);
     wait_for_seen("the rescue", Duration::from_secs(20), || {
         let st = srv.status();
         let r = res(&st, "spiker").map_or(0, |r| r.rescues);
@@ -102,14 +103,13 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
     );
 }
 
-/// The rescue is off by default (`--throttle-rescue 0`).
 #[test]
-fn by_default_a_held_client_stays_under_its_reservation() {
+fn with_the_rescue_off_a_held_client_stays_under_its_reservation() {
     let _serial = one_at_a_time();
-    if !deadline_or_skip("by_default_a_held_client_stays_under_its_reservation") {
+    if !deadline_or_skip("with_the_rescue_off_a_held_client_stays_under_its_reservation") {
         return;
     }
-    let (srv, _spiker) = spiking_client(&[]);
+    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "0"]);
     // The spike comes two seconds in; its throttle lasts hundreds of ms.
     let mut saw_late = false;
     for _ in 0..40 {

@@ -35,15 +35,15 @@
 //! overruns again and again stays under its reservation nearly all the
 //! time.
 //!
-//! Off by default (`resoundd --throttle-rescue CYCLES` turns it on): on
-//! SCHED_FIFO the rescued thread runs below every SCHED_DEADLINE thread,
-//! and measured so far it has not paid for that. Side by side with
-//! jackd2 at 10 × 7.5 % (8 runs each, alternated, a noisy hour) it lost
-//! 369 blocks against 436 without, with 4,980 xruns against 4,076; in a
-//! chain whose ledger was full (10 × 7.5 % of `resound-tool load`, one
-//! client overrunning by 20 ms once) the last client was late in about
-//! twice as many cycles with it, before threads short of budget were
-//! left alone (see docs/architecture.md).
+//! On by default (`resoundd --throttle-rescue 0` turns it off). On
+//! SCHED_FIFO the rescued thread runs below every SCHED_DEADLINE thread;
+//! before threads short of budget were left alone, that made a chain
+//! whose ledger was full late about twice as often. With that rule, side
+//! by side with jackd2 at 10 × 7.5 % (five runs, alternated) the chain
+//! lost 101 blocks with it against 437 without and had 1,424 xruns
+//! against 4,197 (fewer in every run); two earlier benches, without the
+//! rule, lost 260 and 369 blocks with it against 307 and 436 (see
+//! docs/architecture.md).
 //!
 //! Threads: owned by the driver thread, inside [`Reservations`]; the per
 //! slot state is allocated once.
@@ -58,13 +58,9 @@ use resound_shm::sync::Ordering;
 /// fake in tests).
 pub type ThreadReader = fn(tid: i32) -> Option<ThreadRun>;
 
-/// A hold long enough for debts of tens of milliseconds (267 ms at 128
-/// frames and 48 kHz: a debt of 24 ms at a 9 % budget); the tests' and
-/// the documentation's figure.
+/// The default hold: long enough for debts of tens of milliseconds
+/// (267 ms at 128 frames and 48 kHz: a debt of 24 ms at a 9 % budget).
 pub const RESCUE_CYCLES: u32 = 100;
-
-/// The server's default: no rescue (see the [module docs](self) for why).
-pub const DEFAULT_RESCUE_CYCLES: u32 = 0;
 
 /// After a rescue, the slot is not rescued again for this many holds
 /// (counted from the rescue).
@@ -89,7 +85,7 @@ impl Rescues {
     /// State for `slots` slots (allocates).
     pub(super) fn new(slots: usize) -> Self {
         Rescues {
-            hold_cycles: DEFAULT_RESCUE_CYCLES,
+            hold_cycles: RESCUE_CYCLES,
             read: resound_sched::thread_run::read_thread_run,
             looked: vec![None; slots],
             until: vec![0; slots],

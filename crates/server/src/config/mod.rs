@@ -120,11 +120,11 @@ pub struct ServerArgs {
     /// CYCLES cycles, then under its reservation again. On a virtual machine
     /// a stall of the virtual CPU can be charged to the thread that was
     /// running, and the kernel then throttles it for about ten times the
-    /// stall while the clients before it go on without it. Default 0
-    /// (never): a rescued thread runs below every SCHED_DEADLINE thread,
-    /// and so far it has not measured better (see docs/architecture.md);
-    /// 100 holds debts of tens of milliseconds.
-    #[arg(long = "throttle-rescue", value_name = "CYCLES", default_value_t = resound_engine::reserve::DEFAULT_RESCUE_CYCLES, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    /// stall while the clients before it go on without it. Never a thread
+    /// short of budget (a raise of it refused lately), at most once per 11
+    /// holds per client. Default 100 (debts of tens of milliseconds); 0:
+    /// never (see docs/architecture.md).
+    #[arg(long = "throttle-rescue", value_name = "CYCLES", default_value_t = resound_engine::reserve::RESCUE_CYCLES, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub throttle_rescue: u32,
     /// Early wake-up (µs; 0 turns it off): a client whose last cycle took
     /// less than US wakes the clients after it as it starts a cycle, so that

@@ -287,12 +287,16 @@ impl Plan {
                 }
                 let asks = |o: &str| self.resound_args.iter().any(|a| a.starts_with(o));
                 // The papers' controller: every thread on the audio period
-                // with deadline = period, fed CPU times without spinning.
+                // with deadline = period, fed CPU times without spinning,
+                // and always under its reservation (no throttle rescue).
                 if !asks("--light-") {
                     v.extend(["--light-deadline".into(), "100".into()]);
                 }
                 if !asks("--early-wake") {
                     v.extend(["--early-wake".into(), "0".into()]);
+                }
+                if !asks("--throttle-rescue") {
+                    v.extend(["--throttle-rescue".into(), "0".into()]);
                 }
             }
         }
@@ -345,6 +349,12 @@ mod tests {
             early.map(|i| args[i + 1].as_str()),
             Some("0"),
             "no spinning"
+        );
+        let rescue = args.iter().position(|a| a == "--throttle-rescue");
+        assert_eq!(
+            rescue.map(|i| args[i + 1].as_str()),
+            Some("0"),
+            "every thread under its reservation throughout"
         );
         let asked = Plan {
             resound_args: vec!["--light-deadline".into(), "50".into()],
