@@ -14,7 +14,8 @@
 //! 6. capture into the capture ports, publish the cycle's timer fields;
 //! 7. the transport state machine;
 //! 8. release the cycle to the driver's downstream nodes (its done word),
-//!    and after a graph switch wake every sleeping process thread;
+//!    and after a graph switch wake every sleeping process thread; then
+//!    the throttle rescue's looks at late threads (procfs reads);
 //! 9. sync mode or freewheel: wait for the graph's end (bounded by the
 //!    next cycle's start; freewheeling, by a long bound or, for offline
 //!    rendering, until it is done), then playback.
@@ -54,7 +55,10 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         publish_timer(view, a);
         self.transport
             .cycle(view, &table, a.cycle, a.frames as u32, a.start);
-        if !start_graph(view, &table, a.cycle, switched) {
+        let started = start_graph(view, &table, a.cycle, switched);
+        let events = &mut self.events;
+        self.res.look_for_holds(&mut |e| events.push(e));
+        if !started {
             return;
         }
         self.prev = Some((cur, a.cycle));

@@ -236,7 +236,7 @@ impl Reservations {
             s.xruns.fetch_add(1, Ordering::Relaxed);
         }
         if woken {
-            self.watch_held(slot, progressed, emit);
+            self.watch_held(slot, progressed);
         }
     }
 

@@ -79,6 +79,10 @@ pub(super) struct Rescues {
     until: Vec<u64>,
     /// Per slot: the first cycle it may be rescued again.
     not_before: Vec<u64>,
+    /// Slots to look at once this cycle is triggered (slot, first late
+    /// cycle of its stall): the procfs reads take about 10 µs each and
+    /// wait until the graph runs.
+    queued: Vec<(u32, bool)>,
 }
 
 impl Rescues {
@@ -90,6 +94,7 @@ impl Rescues {
             looked: vec![None; slots],
             until: vec![0; slots],
             not_before: vec![0; slots],
+            queued: Vec::with_capacity(slots),
         }
     }
 
@@ -128,28 +133,55 @@ impl Reservations {
 
     /// `slot`'s thread was woken and is late: `first` for the first late
     /// cycle of a stall (its budget was just bumped), else it finished
-    /// nothing since. Reads its run state, and rescues it when it is held
-    /// (see the [module docs](self)). Real-time safe.
-    pub(super) fn watch_held(&mut self, slot: u32, first: bool, emit: &mut impl FnMut(RtEvent)) {
+    /// nothing since. Queues a look at it for after the trigger
+    /// ([`Self::look_for_holds`]) unless it cannot be rescued now.
+    /// Real-time safe.
+    pub(super) fn watch_held(&mut self, slot: u32, first: bool) {
+        if self.rescuable(slot) && self.rescues.queued.len() < self.rescues.queued.capacity() {
+            self.rescues.queued.push((slot, first));
+        }
+    }
+
+    /// Whether `slot`'s thread may be rescued now. Real-time safe.
+    fn rescuable(&self, slot: u32) -> bool {
+        let tid = self.tids.get(slot as usize).copied().unwrap_or(0);
+        let r = &self.rescues;
+        matches!(self.mode, Mode::Deadline { .. })
+            && r.hold_cycles != 0
+            && slot != 0
+            && tid != 0
+            && !self.freewheeling
+            && !r.holds(slot)
+            && self.cycles >= r.not_before[slot as usize]
+            && self.cycles >= self.raise_paused_until[slot as usize]
+    }
+
+    /// Driver thread, once the cycle is triggered: looks at the threads
+    /// queued by [`Self::watch_held`] (their run state from procfs) and
+    /// rescues those held (see the [module docs](self)). Real-time safe.
+    pub fn look_for_holds(&mut self, emit: &mut impl FnMut(RtEvent)) {
+        for i in 0..self.rescues.queued.len() {
+            let (slot, first) = self.rescues.queued[i];
+            self.look_at(slot, first, emit);
+        }
+        self.rescues.queued.clear();
+    }
+
+    /// One queued look at `slot`'s thread. Real-time safe.
+    fn look_at(&mut self, slot: u32, first: bool, emit: &mut impl FnMut(RtEvent)) {
         let Mode::Deadline {
             fallback_priority, ..
         } = self.mode
         else {
             return;
         };
-        let tid = self.tids.get(slot as usize).copied().unwrap_or(0);
-        let r = &self.rescues;
-        if r.hold_cycles == 0
-            || slot == 0
-            || tid == 0
-            || self.freewheeling
-            || r.holds(slot)
-            || self.cycles < r.not_before[slot as usize]
-            || self.cycles < self.raise_paused_until[slot as usize]
-        {
+        if !self.rescuable(slot) {
             return;
         }
-        let Some(run) = (r.read)(tid) else { return };
+        let tid = self.tids[slot as usize];
+        let Some(run) = (self.rescues.read)(tid) else {
+            return;
+        };
         let now = (self.cycles, run.cpu_ns);
         let Some((at, cpu)) = self.rescues.looked[slot as usize].replace(now) else {
             return;
