@@ -156,9 +156,10 @@ impl Reservations {
             && self.cycles >= self.raise_paused_until[slot as usize]
     }
 
-    /// Driver thread, once the cycle is triggered: looks at the threads
-    /// queued by [`Self::watch_held`] (their run state from procfs) and
-    /// rescues those held (see the [module docs](self)). Real-time safe.
+    /// Driver thread, once the cycle is triggered: looks at the late
+    /// client threads the look-back queued (their run state from procfs)
+    /// and puts those their throttle holds on SCHED_FIFO for a while
+    /// (`resoundd --throttle-rescue`). Real-time safe.
     pub fn look_for_holds(&mut self, emit: &mut impl FnMut(RtEvent)) {
         for i in 0..self.rescues.queued.len() {
             let (slot, first) = self.rescues.queued[i];
