@@ -39,7 +39,7 @@ fn auto_multiplier_doubles_the_reservation_period_of_short_periods() {
     }
     // Light threads keep the audio period here, so that every period is
     // the multiplier's.
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--light-period",
@@ -112,7 +112,7 @@ fn fixed_multiplier_stays_fixed() {
     if !deadline_or_skip("fixed_multiplier_stays_fixed") {
         return;
     }
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--light-period",
@@ -162,7 +162,7 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
     if !deadline_or_skip("light_threads_get_a_shorter_period_and_deadline_in_the_kernel") {
         return;
     }
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "128",
     ]);
     let _light = srv.tool("light", &["load", "--busy", "1"]);
@@ -206,7 +206,7 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
     }
     drop(ctl);
     drop(srv);
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--light-deadline",
@@ -253,7 +253,7 @@ fn graph_view_in_status_and_profile() {
     if !deadline_or_skip("graph_view_in_status_and_profile") {
         return;
     }
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched", "deadline", "-S", "-d", "dummy", "-r", "48000", "-p", "256",
     ]);
     let _a = srv.tool("a", &["load", "--busy", "10"]);
@@ -441,7 +441,7 @@ fn client_threads_get_reservations() {
     let Some(exe) = rtthread_program(test) else {
         return;
     };
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched", "deadline", "-d", "dummy", "-r", "48000", "-p", "256",
     ]);
     let child = spawn_rtthread(&srv, &exe, 2500);
@@ -511,7 +511,8 @@ fn client_threads_get_reservations() {
         last.ledger_used, last.reservations
     );
 
-    let srv = Srv::start(&["--sched", "fifo", "-d", "dummy", "-r", "48000", "-p", "256"]);
+    let srv =
+        Srv::start_without_rescue(&["--sched", "fifo", "-d", "dummy", "-r", "48000", "-p", "256"]);
     let out = finish(spawn_rtthread(&srv, &exe, 200));
     assert_eq!(field(&out, "CREATED", "policy"), 1, "--sched fifo: {out}");
     assert_eq!(field(&out, "ACQUIRED", "policy"), 1, "--sched fifo: {out}");
@@ -521,7 +522,7 @@ fn client_threads_get_reservations() {
 #[test]
 fn a_thread_of_another_process_is_refused() {
     let _serial = common::one_at_a_time();
-    let srv = Srv::start(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
+    let srv = Srv::start_without_rescue(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
     use resound_protocol::wire::{Reply, Request};
     let s = raw_client(&srv, "liar");
     let ask = |_seq: u32, req: Request| call(&s, req);
@@ -562,7 +563,7 @@ fn a_refused_client_thread_falls_back_to_fifo() {
         return;
     };
     // 30 % per thread in a 0.7 CPU ledger: the driver and the process thread fit, a third does not.
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--fixed-budget",

@@ -57,7 +57,7 @@ fn every_graph_thread_is_reserved_while_active_and_released_after() {
     if !deadline_or_skip("every_graph_thread_is_reserved_while_active_and_released_after") {
         return;
     }
-    let srv = Srv::start(&["--sched", "deadline", "-S", "-d", "dummy", "-p", "256"]);
+    let srv = Srv::start_without_rescue(&["--sched", "deadline", "-S", "-d", "dummy", "-p", "256"]);
     let mut tools = vec![];
     for n in ["a", "b", "c"] {
         tools.push(srv.tool(n, &["load", "--busy", "10"]));
@@ -147,7 +147,7 @@ fn every_graph_thread_is_reserved_while_active_and_released_after() {
 #[test]
 fn process_thread_of_another_process_is_refused() {
     let _serial = common::one_at_a_time();
-    let srv = Srv::start(&["-d", "dummy", "-p", "256"]);
+    let srv = Srv::start_without_rescue(&["-d", "dummy", "-p", "256"]);
     let s = raw_client(&srv, "liar");
     let server_tid = srv.pid() as i32; // a thread of another process
     match call(
@@ -167,7 +167,7 @@ fn fixed_budget_stays_put() {
     if !deadline_or_skip("fixed_budget_stays_put") {
         return;
     }
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--fixed-budget",
@@ -225,7 +225,7 @@ fn refused_raises_are_paused_and_logged_once_a_second() {
     if !deadline_or_skip("refused_raises_are_paused_and_logged_once_a_second") {
         return;
     }
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--max-bandwidth",
@@ -265,7 +265,7 @@ fn refused_reservation_falls_back_for_that_thread_only() {
         return;
     }
     // Room for the driver's reservation, not for a client's as well.
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--fixed-budget",
@@ -327,7 +327,8 @@ fn freewheel_drops_a_fifo_driver_to_other_and_back() {
     if !fifo_or_skip("freewheel_drops_a_fifo_driver_to_other_and_back") {
         return;
     }
-    let srv = Srv::start(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);
+    let srv =
+        Srv::start_without_rescue(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);
     let _a = srv.tool("a", &["load", "--busy", "5"]);
     let c = srv.client("fw");
     let driver = || res(&srv.status(), "driver").unwrap().clone();
@@ -386,7 +387,7 @@ fn freewheel_takes_client_reservations_away_and_gives_them_back() {
     if !deadline_or_skip("freewheel_takes_client_reservations_away_and_gives_them_back") {
         return;
     }
-    let srv = Srv::start(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
+    let srv = Srv::start_without_rescue(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
     let _a = srv.tool("a", &["load", "--busy", "5"]);
     let c = srv.client("fw");
     let deadline = |tid: i32| matches!(resound_sched::current(tid), Ok(Policy::Deadline { .. }));
@@ -414,7 +415,8 @@ fn fifo_mode_and_other_mode() {
     if !fifo_or_skip("fifo_mode_and_other_mode") {
         return;
     }
-    let srv = Srv::start(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);
+    let srv =
+        Srv::start_without_rescue(&["--sched", "fifo", "-P", "20", "-d", "dummy", "-p", "256"]);
     let _a = srv.tool("a", &["pass"]);
     std::thread::sleep(Duration::from_millis(300));
     let st = srv.status();
@@ -428,7 +430,7 @@ fn fifo_mode_and_other_mode() {
             "{name}"
         );
     }
-    let srv = Srv::start(&["--sched", "other", "-d", "dummy", "-p", "256"]);
+    let srv = Srv::start_without_rescue(&["--sched", "other", "-d", "dummy", "-p", "256"]);
     let _a = srv.tool("a", &["pass"]);
     std::thread::sleep(Duration::from_millis(300));
     let st = srv.status();
@@ -527,7 +529,7 @@ fn critical_path_deadlines_leave_room_for_the_rest_of_the_chain() {
     if !deadline_or_skip("critical_path_deadlines_leave_room_for_the_rest_of_the_chain") {
         return;
     }
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--deadlines",
@@ -594,7 +596,7 @@ fn xrun_bumps_go_to_the_client_that_ran_short_not_to_its_downstream() {
     }
     // Kept in the cycle (not evicted after the client timeout) so that
     // its downstream keeps waiting for it.
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched",
         "deadline",
         "--no-evict",
@@ -726,7 +728,7 @@ fn the_ledger_is_back_to_zero_after_a_thousand_kill_9s() {
     if !deadline_or_skip("the_ledger_is_back_to_zero_after_a_thousand_kill_9s") {
         return;
     }
-    let srv = Srv::start(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
+    let srv = Srv::start_without_rescue(&["--sched", "deadline", "-d", "dummy", "-p", "256"]);
     let driver_only = srv.status().ledger_used;
     // The driver's own budget adapts meanwhile: compared at the end.
     let mut peak = 0.0f64;
@@ -787,7 +789,7 @@ fn a_stopped_evicted_clients_bandwidth_stays_in_the_ledger_until_it_lets_go() {
     if !deadline_or_skip(test) {
         return;
     }
-    let srv = Srv::start(&[
+    let srv = Srv::start_without_rescue(&[
         "--sched", "deadline", "-t", "100", "-d", "dummy", "-p", "256",
     ]);
     let mut tools = vec![];

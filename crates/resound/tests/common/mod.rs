@@ -72,6 +72,16 @@ impl Srv {
         Srv::start_with_env(args, &[])
     }
 
+    /// [`Srv::start`] with `--throttle-rescue 0` first: for tests of the
+    /// reservations' own mechanics, which read each thread's policy from
+    /// the kernel and would find a thread a machine stall got rescued
+    /// onto SCHED_FIFO for a while (the rescue has its own tests).
+    pub fn start_without_rescue(args: &[&str]) -> Srv {
+        let mut all = vec!["--throttle-rescue", "0"];
+        all.extend_from_slice(args);
+        Srv::start(&all)
+    }
+
     /// [`Srv::start`] with extra environment variables for the server.
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Srv {
         let mut spec = ServerSpec::new(Bins::new(RESOUNDD, TOOL), "test", args);
