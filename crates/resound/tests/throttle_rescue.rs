@@ -64,8 +64,7 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
     ) {
         return;
     }
-    // The rescue is on by default.
-    let (srv, _spiker) = spiking_client(&[]);
+    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "100"]);
     wait_for_seen("the rescue", Duration::from_secs(20), || {
         let st = srv.status();
         let r = res(&st, "spiker").map_or(0, |r| r.rescues);
@@ -103,13 +102,14 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
     );
 }
 
+/// The rescue is off by default (`--throttle-rescue 0`).
 #[test]
-fn with_the_rescue_off_a_held_client_stays_under_its_reservation() {
+fn by_default_a_held_client_stays_under_its_reservation() {
     let _serial = one_at_a_time();
-    if !deadline_or_skip("with_the_rescue_off_a_held_client_stays_under_its_reservation") {
+    if !deadline_or_skip("by_default_a_held_client_stays_under_its_reservation") {
         return;
     }
-    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "0"]);
+    let (srv, _spiker) = spiking_client(&[]);
     // The spike comes two seconds in; its throttle lasts hundreds of ms.
     let mut saw_late = false;
     for _ in 0..40 {

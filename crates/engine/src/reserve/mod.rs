@@ -24,7 +24,7 @@
 mod feedback;
 mod rescue;
 
-pub use rescue::{ThreadReader, COOLDOWN_HOLDS, RESCUE_CYCLES};
+pub use rescue::{ThreadReader, COOLDOWN_HOLDS, DEFAULT_RESCUE_CYCLES, RESCUE_CYCLES};
 
 use crate::departed::{self, Departed, Prober};
 use crate::events::RtEvent;

@@ -35,15 +35,12 @@
 //! overruns again and again stays under its reservation nearly all the
 //! time.
 //!
-//! On by default (`resoundd --throttle-rescue 0` turns it off). On
-//! SCHED_FIFO the rescued thread runs below every SCHED_DEADLINE thread;
-//! before threads short of budget were left alone, that made a chain
-//! whose ledger was full late about twice as often. With that rule, side
-//! by side with jackd2 at 10 × 7.5 % (five runs, alternated) the chain
-//! lost 101 blocks with it against 437 without and had 1,424 xruns
-//! against 4,197 (fewer in every run); two earlier benches, without the
-//! rule, lost 260 and 369 blocks with it against 307 and 436 (see
-//! docs/architecture.md).
+//! Off by default (`resoundd --throttle-rescue CYCLES` turns it on). On
+//! SCHED_FIFO the rescued thread runs below every SCHED_DEADLINE thread,
+//! and the benches disagree on whether that pays: side by side with
+//! jackd2 at 10 × 7.5 % (five runs, alternated) the chain lost 101 blocks
+//! with it against 437 without in a noisy hour, and 94 against 31 (with
+//! more xruns in every run) in a quieter one (see docs/architecture.md).
 //!
 //! Threads: owned by the driver thread, inside [`Reservations`]; the per
 //! slot state is allocated once.
@@ -58,9 +55,13 @@ use resound_shm::sync::Ordering;
 /// fake in tests).
 pub type ThreadReader = fn(tid: i32) -> Option<ThreadRun>;
 
-/// The default hold: long enough for debts of tens of milliseconds
-/// (267 ms at 128 frames and 48 kHz: a debt of 24 ms at a 9 % budget).
+/// A hold long enough for debts of tens of milliseconds (267 ms at 128
+/// frames and 48 kHz: a debt of 24 ms at a 9 % budget); what the tests
+/// and the measurements use.
 pub const RESCUE_CYCLES: u32 = 100;
+
+/// The server's default: no rescue (see the [module docs](self)).
+pub const DEFAULT_RESCUE_CYCLES: u32 = 0;
 
 /// After a rescue, the slot is not rescued again for this many holds
 /// (counted from the rescue).
@@ -89,7 +90,7 @@ impl Rescues {
     /// State for `slots` slots (allocates).
     pub(super) fn new(slots: usize) -> Self {
         Rescues {
-            hold_cycles: RESCUE_CYCLES,
+            hold_cycles: DEFAULT_RESCUE_CYCLES,
             read: resound_sched::thread_run::read_thread_run,
             looked: vec![None; slots],
             until: vec![0; slots],

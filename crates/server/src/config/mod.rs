@@ -122,9 +122,10 @@ pub struct ServerArgs {
     /// running, and the kernel then throttles it for about ten times the
     /// stall while the clients before it go on without it. Never a thread
     /// short of budget (a raise of it refused lately), at most once per 11
-    /// holds per client. Default 100 (debts of tens of milliseconds); 0:
-    /// never (see docs/architecture.md).
-    #[arg(long = "throttle-rescue", value_name = "CYCLES", default_value_t = resound_engine::reserve::RESCUE_CYCLES, value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    /// holds per client. Default 0 (never): the benches disagree on
+    /// whether it pays (see docs/architecture.md); 100 holds debts of tens
+    /// of milliseconds.
+    #[arg(long = "throttle-rescue", value_name = "CYCLES", default_value_t = resound_engine::reserve::DEFAULT_RESCUE_CYCLES, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub throttle_rescue: u32,
     /// Early wake-up (µs; 0 turns it off): a client whose last cycle took
     /// less than US wakes the clients after it as it starts a cycle, so that
