@@ -60,7 +60,7 @@ pub type ThreadReader = fn(tid: i32) -> Option<ThreadRun>;
 /// and the measurements use.
 pub const RESCUE_CYCLES: u32 = 100;
 
-/// The server's default: no rescue (see the [module docs](self)).
+/// The server's default: no rescue (`resoundd --throttle-rescue`).
 pub const DEFAULT_RESCUE_CYCLES: u32 = 0;
 
 /// After a rescue, the slot is not rescued again for this many holds
