@@ -5,11 +5,11 @@
 
 mod common;
 
-use common::{Play, Rig, Setup, PERIOD_NS};
+use common::{Play, Rig, Setup};
 use resound_engine::reserve::{Applier, ThreadReader};
-use resound_engine::{kind, Command, Mode, RtEvent};
+use resound_engine::{kind, Command, RtEvent};
 use resound_sched::thread_run::ThreadRun;
-use resound_sched::{ControllerConfig, Policy};
+use resound_sched::Policy;
 use resound_shm::sync::Ordering;
 use std::cell::{Cell, RefCell};
 
@@ -60,13 +60,7 @@ fn applied() -> Vec<Policy> {
 fn chain_rig(applier: Applier, reader: ThreadReader, hold: u32) -> (Rig, u32) {
     let mut rig = Rig::new(Setup {
         chain: vec!["a", "b"],
-        mode: Mode::Deadline {
-            cfg: ControllerConfig {
-                audio_period_ns: PERIOD_NS,
-                ..Default::default()
-            },
-            fallback_priority: 10,
-        },
+        mode: common::deadline_mode(),
         applier,
         thread_reader: reader,
         rescue_cycles: hold,

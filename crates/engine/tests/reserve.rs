@@ -5,7 +5,7 @@ mod common;
 
 use common::{Play, Rig, Setup, PERIOD_NS};
 use resound_engine::reserve::Applier;
-use resound_engine::{kind, Command, Mode, RtEvent};
+use resound_engine::{kind, Command, RtEvent};
 use resound_sched::ControllerConfig;
 use resound_shm::sync::Ordering;
 
@@ -20,10 +20,7 @@ fn deadline_rig() -> Rig {
 fn deadline_rig_with(cfg: ControllerConfig) -> Rig {
     let mut rig = Rig::new(Setup {
         chain: vec!["a", "b"],
-        mode: Mode::Deadline {
-            cfg,
-            fallback_priority: 10,
-        },
+        mode: common::deadline_mode_with(cfg),
         ..Default::default()
     });
     for (name, tid) in [("a", 1001), ("b", 1002)] {
@@ -39,13 +36,7 @@ fn deadline_rig_with(cfg: ControllerConfig) -> Rig {
 /// its thread (tid 1001) attached; with its slot.
 fn rig_attaching_a(applier: Applier) -> (Rig, u32) {
     let mut rig = Rig::new(Setup {
-        mode: Mode::Deadline {
-            cfg: ControllerConfig {
-                audio_period_ns: PERIOD_NS,
-                ..Default::default()
-            },
-            fallback_priority: 10,
-        },
+        mode: common::deadline_mode(),
         applier,
         ..Default::default()
     });
@@ -359,13 +350,7 @@ fn load(of: &std::sync::atomic::AtomicU64) -> u64 {
 #[test]
 fn a_stopped_thread_keeps_its_bandwidth_in_the_ledger_until_it_lets_go() {
     let mut rig = Rig::new(Setup {
-        mode: Mode::Deadline {
-            cfg: ControllerConfig {
-                audio_period_ns: PERIOD_NS,
-                ..Default::default()
-            },
-            fallback_priority: 10,
-        },
+        mode: common::deadline_mode(),
         applier: stopped_thread::apply,
         prober: stopped_thread::probe,
         ..Default::default()
@@ -527,16 +512,13 @@ fn a_change_of_every_threads_reservation_is_spread_over_cycles_unless_it_gives_m
     let names = ["a", "b", "c", "d", "e", "f"];
     let mut rig = Rig::new(Setup {
         chain: names.to_vec(),
-        mode: Mode::Deadline {
-            // On the full period: a flush (a period change) takes a light
-            // thread to it, a longer deadline, which is never held back.
-            cfg: ControllerConfig {
-                audio_period_ns: PERIOD_NS,
-                light_deadline_pct: 100.0,
-                ..Default::default()
-            },
-            fallback_priority: 10,
-        },
+        // On the full period: a flush (a period change) takes a light
+        // thread to it, a longer deadline, which is never held back.
+        mode: common::deadline_mode_with(ControllerConfig {
+            audio_period_ns: PERIOD_NS,
+            light_deadline_pct: 100.0,
+            ..Default::default()
+        }),
         applier: counting,
         ..Default::default()
     });

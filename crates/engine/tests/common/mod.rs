@@ -28,6 +28,23 @@ pub const FRAMES: u32 = 480;
 /// The rig's period (ns).
 pub const PERIOD_NS: u64 = 10_000_000;
 
+/// Reservations with the controller settings `cfg` and the driver's
+/// fallback priority 10 (its clients' 9).
+pub fn deadline_mode_with(cfg: resound_sched::ControllerConfig) -> Mode {
+    Mode::Deadline {
+        cfg,
+        fallback_priority: 10,
+    }
+}
+
+/// Reservations with the default controller on the rig's period.
+pub fn deadline_mode() -> Mode {
+    deadline_mode_with(resound_sched::ControllerConfig {
+        audio_period_ns: PERIOD_NS,
+        ..Default::default()
+    })
+}
+
 /// How a played client behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Play {
