@@ -574,11 +574,20 @@ impl Controller {
         Some(self.res)
     }
 
-    /// Starts loading the predictor's window into the CPU's caches before
-    /// the next [`Self::cycle_begin`] (see [`Predictor::prefetch`]).
+    /// Starts loading what the next [`Self::cycle_begin`] reads into the
+    /// CPU's caches: the controller's own fields and its predictor's window
+    /// (see [`Predictor::prefetch`]); in fixed mode, which reads neither,
+    /// nothing. Measured on the live driver (10 × 1 %, per-stage clock
+    /// reads, median per cycle over eleven controllers, three alternated
+    /// runs each): the window alone 4.5 µs for prefetch and controllers
+    /// together, with the fields too 4.1 µs, with no prefetch 5.1 µs.
     ///
     /// Real-time safe.
     pub fn prefetch(&self) {
+        if self.cfg.fixed_pct.is_some() {
+            return;
+        }
+        crate::prefetch_bytes(std::ptr::from_ref(self).cast(), std::mem::size_of::<Self>());
         self.predictor.prefetch();
     }
 
