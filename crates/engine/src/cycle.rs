@@ -56,8 +56,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         self.transport
             .cycle(view, &table, a.cycle, a.frames as u32, a.start);
         let started = start_graph(view, &table, a.cycle, switched);
-        let events = &mut self.events;
-        self.res.look_for_holds(&mut |e| events.push(e));
+        let (events, clock) = (&mut self.events, &self.clock);
+        let since_wake = || clock.now_ns().saturating_sub(a.awake_ns);
+        self.res.look_for_holds(since_wake, &mut |e| events.push(e));
         if !started {
             return;
         }

@@ -60,6 +60,8 @@ pub(crate) struct CycleArgs {
     pub(crate) freewheel: bool,
     /// How late the driver woke (ns).
     pub(crate) delay_ns: u64,
+    /// When the driver thread woke for this cycle (ns, the clock's time).
+    pub(crate) awake_ns: u64,
 }
 
 /// The driver loop. Owns the driver and the clock; reports through its event ring.
@@ -244,12 +246,13 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             frames: frames as usize,
             freewheel,
             delay_ns: wake.delay_ns,
+            awake_ns: wake.awake_ns,
         };
         assert_no_alloc::assert_no_alloc(|| self.cycle(view, args));
         let cpu_now = self.clock.thread_cpu_ns();
         let cpu = cpu_now.saturating_sub(self.cpu_mark);
         self.cpu_mark = cpu_now;
-        self.record_driver(view, &args, wake.awake_ns, cpu, flags);
+        self.record_driver(view, &args, cpu, flags);
         self.frame_time += frames as u64;
         let lost = self.events.take_lost();
         if lost > 0 {
@@ -293,7 +296,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
 
     /// The driver's own figures of the cycle: its CPU time in its activation
     /// record, its profile record kept for the next look-back. Real-time safe.
-    fn record_driver(&mut self, view: &View, a: &CycleArgs, awake_ns: u64, cpu: u64, flags: u32) {
+    fn record_driver(&mut self, view: &View, a: &CycleArgs, cpu: u64, flags: u32) {
         if let Some(r) = view.record(0) {
             r.store_cpu(a.cycle, cpu);
         }
@@ -301,7 +304,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         self.last = CycleData {
             cycle: a.cycle,
             start_ns: a.start,
-            awake_ns,
+            awake_ns: a.awake_ns,
             end_ns: self.clock.now_ns(),
             cpu_ns: cpu,
             period_ns: a.next - a.start,

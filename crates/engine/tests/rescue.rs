@@ -1,14 +1,17 @@
 //! The throttle rescue: a client thread held by its reservation's throttle
 //! (woken, late, runnable, not running for a whole cycle) runs SCHED_FIFO
-//! for a while, then under its reservation again. Fake `sched_setattr` and
+//! until its 0-lag time has passed (at most the configured hold), then
+//! under its reservation again. Fake `sched_setattr` and
 //! procfs, simulated clock.
 
 mod common;
 
-use common::{Play, Rig, Setup};
-use resound_engine::reserve::{Applier, ThreadReader};
+use common::{Play, Rig, Setup, PERIOD_NS};
+use resound_engine::reserve::{
+    debt_hold_cycles, Applier, DriverEntity, EntityReader, HeldEntity, ThreadReader,
+};
 use resound_engine::{kind, Command, RtEvent};
-use resound_sched::thread_run::ThreadRun;
+use resound_sched::thread_run::{DeadlineEntity, ThreadRun};
 use resound_sched::Policy;
 use resound_shm::sync::Ordering;
 use std::cell::{Cell, RefCell};
@@ -24,6 +27,18 @@ thread_local! {
     /// moves by the second field at each read.
     static SHOWN: Cell<(bool, u64)> = const { Cell::new((true, 0)) };
     static CPU_NS: Cell<u64> = const { Cell::new(0) };
+    /// The kernel's deadlines the fake `/proc/TID/sched` shows: "a"'s, and
+    /// every other thread's (the driver's).
+    static DEADLINES: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+fn entities(tid: i32) -> Option<DeadlineEntity> {
+    let (held, driver) = DEADLINES.with(Cell::get);
+    let deadline_ns = if tid == TID { held } else { driver };
+    Some(DeadlineEntity {
+        runtime_ns: 0,
+        deadline_ns,
+    })
 }
 
 fn recording(tid: i32, p: &Policy) -> Result<(), i32> {
@@ -58,11 +73,22 @@ fn applied() -> Vec<Policy> {
 /// Chain "a" -> "b" under reservations, "a"'s thread attached, with the
 /// given seams and hold; 30 cycles run, so that budgets are settled.
 fn chain_rig(applier: Applier, reader: ThreadReader, hold: u32) -> (Rig, u32) {
+    chain_rig_reading(applier, reader, common::no_entity, hold)
+}
+
+/// [`chain_rig`] with a reader of the kernel's deadline entities.
+fn chain_rig_reading(
+    applier: Applier,
+    reader: ThreadReader,
+    entity_reader: EntityReader,
+    hold: u32,
+) -> (Rig, u32) {
     let mut rig = Rig::new(Setup {
         chain: vec!["a", "b"],
         mode: common::deadline_mode(),
         applier,
         thread_reader: reader,
+        entity_reader,
         rescue_cycles: hold,
         ..Default::default()
     });
@@ -239,4 +265,106 @@ fn a_thread_whose_raise_was_refused_is_not_rescued() {
     );
     assert_eq!(rescues(&rig, a), 0);
     assert_eq!(kind_of(&rig, a), kind::DEADLINE);
+}
+
+/// The hold lasts until the kernel's deadline for the held thread has
+/// passed: read against the driver's own deadline, which is its wake-up
+/// plus its relative deadline.
+#[test]
+fn a_held_thread_is_held_until_the_kernels_deadline_for_it_has_passed() {
+    show(true, 0);
+    let (mut rig, a) = chain_rig_reading(recording, shown, entities, 40);
+    let driver_relative = rig.shared.res[0].deadline_ns.load(Ordering::Relaxed);
+    assert!(driver_relative > 0, "the driver is reserved");
+    // The driver woke at run-queue time 10^12; "a"'s deadline is 7.5
+    // periods after that: 8 cycles until it has passed, and one more.
+    let woke = 1_000_000_000_000;
+    DEADLINES.with(|d| d.set((woke + 7 * PERIOD_NS + PERIOD_NS / 2, woke + driver_relative)));
+    rig.play("a", Play::Stuck);
+    rig.run(3);
+    assert!(rig
+        .drain()
+        .iter()
+        .any(|e| matches!(e, RtEvent::Rescued { slot, hold_cycles: 9, .. } if *slot == a)));
+    assert!(applied().contains(&Policy::Fifo { priority: 9 }));
+    rig.play("a", Play::OnTime);
+    rig.run(8);
+    assert_eq!(applied(), Vec::new(), "held for 9 cycles");
+    rig.run(1);
+    let back = applied();
+    assert!(
+        matches!(back.as_slice(), [Policy::Deadline { .. }]),
+        "its reservation again once the deadline has passed: {back:?}"
+    );
+    assert_eq!(kind_of(&rig, a), kind::DEADLINE);
+}
+
+/// A held thread whose deadline passes within the cycle is about to be let
+/// go by the kernel: it stays under its reservation.
+#[test]
+fn a_held_thread_the_kernel_lets_go_within_the_cycle_is_not_rescued() {
+    show(true, 0);
+    let (mut rig, a) = chain_rig_reading(recording, shown, entities, 40);
+    let driver_relative = rig.shared.res[0].deadline_ns.load(Ordering::Relaxed);
+    let woke = 1_000_000_000_000;
+    DEADLINES.with(|d| d.set((woke + PERIOD_NS / 2, woke + driver_relative)));
+    rig.play("a", Play::Stuck);
+    rig.run(10);
+    assert_eq!(rescues(&rig, a), 0);
+    assert_eq!(kind_of(&rig, a), kind::DEADLINE);
+    assert!(!applied().iter().any(|p| matches!(p, Policy::Fifo { .. })));
+}
+
+#[test]
+fn the_hold_runs_to_the_zero_lag_time_in_cycles_and_is_bounded() {
+    let (p, woke, rel) = (PERIOD_NS, 5_000_000_000_000, 3_000_000);
+    let held = |deadline_ns, runtime_ns| {
+        Some(HeldEntity {
+            entity: DeadlineEntity {
+                runtime_ns,
+                deadline_ns,
+            },
+            budget_ns: p / 10,
+            period_ns: p,
+        })
+    };
+    let driver = |since_wake_ns| {
+        Some(DriverEntity {
+            entity: DeadlineEntity {
+                runtime_ns: 1,
+                deadline_ns: woke + rel,
+            },
+            deadline_ns: rel,
+            since_wake_ns,
+        })
+    };
+    // Its deadline 2.5 periods after the driver woke, 1 period since:
+    // 2 cycles, and one more.
+    assert_eq!(
+        debt_hold_cycles(held(woke + 5 * p / 2, 0), driver(p), p, 100),
+        Some(3)
+    );
+    // Owing a tenth of a period at a 10 % budget: a period later.
+    let owing = -((p / 10) as i64);
+    assert_eq!(
+        debt_hold_cycles(held(woke + 5 * p / 2, owing), driver(p), p, 100),
+        Some(4)
+    );
+    // A deadline passed already, or within the next period: no rescue.
+    assert_eq!(debt_hold_cycles(held(woke, 0), driver(0), p, 100), None);
+    assert_eq!(debt_hold_cycles(held(woke + p, 0), driver(0), p, 100), None);
+    // Far ahead: the configured longest.
+    assert_eq!(
+        debt_hold_cycles(held(woke + 1000 * p, 0), driver(0), p, 100),
+        Some(100)
+    );
+    // Unknown entities, period or budget: the longest.
+    assert_eq!(debt_hold_cycles(None, driver(0), p, 100), Some(100));
+    assert_eq!(debt_hold_cycles(held(woke, 0), None, p, 100), Some(100));
+    assert_eq!(
+        debt_hold_cycles(held(woke + p, 0), driver(0), 0, 100),
+        Some(100)
+    );
+    let no_budget = held(woke, -1).map(|h| HeldEntity { budget_ns: 0, ..h });
+    assert_eq!(debt_hold_cycles(no_budget, driver(0), p, 100), Some(100));
 }

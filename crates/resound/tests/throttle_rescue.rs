@@ -1,6 +1,7 @@
 //! The throttle rescue with real SCHED_DEADLINE threads: a client whose
-//! reservation's throttle holds it for a whole cycle runs SCHED_FIFO for a
-//! while, then under its reservation again. Without GRUB reclaiming, a
+//! reservation's throttle holds it for a whole cycle runs SCHED_FIFO until
+//! the kernel would give it fresh parameters, then under its reservation
+//! again. Without GRUB reclaiming, a
 //! one-off overrun of tens of milliseconds is caught at the scheduler tick
 //! and leaves the thread owing milliseconds of runtime, which the kernel
 //! collects by throttling it for many periods: the same hold a machine
@@ -56,6 +57,13 @@ fn spiking_client(args: &[&str]) -> (Srv, Tool) {
 
 const HELD: &str = "was held by its reservation's throttle";
 
+/// The hold the first rescue in `log` announced (cycles).
+fn hold_of(log: &str) -> Option<u32> {
+    let line = log.lines().find(|l| l.contains(HELD))?;
+    let (_, rest) = line.split_once("runs SCHED_FIFO for ")?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
 #[test]
 fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_again() {
     let _serial = one_at_a_time();
@@ -64,12 +72,34 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
     ) {
         return;
     }
-    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "100"]);
+    // The longest hold far beyond any debt a 100-ms spike caught at the
+    // scheduler's tick leaves (a few ms at a 5 % budget: tens of periods).
+    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "1000"]);
     wait_for_seen("the rescue", Duration::from_secs(20), || {
         let st = srv.status();
         let r = res(&st, "spiker").map_or(0, |r| r.rescues);
         (r >= 1 && srv.log().contains(HELD), format!("rescues {r}"))
     });
+    // The hold is the time to the thread's 0-lag time, where the kernel
+    // prints its entity, not the longest.
+    let hold = hold_of(&srv.log()).expect("the rescue says its hold");
+    let st = srv.status();
+    let printed = st
+        .reservations
+        .iter()
+        .filter(|r| r.policy == "SCHED_DEADLINE")
+        .any(|r| {
+            std::fs::read_to_string(format!("/proc/{}/sched", r.tid))
+                .is_ok_and(|t| t.contains("dl.deadline"))
+        });
+    if printed {
+        assert!(
+            (2..1000).contains(&hold),
+            "held {hold} cycles: sized to the kernel's deadline"
+        );
+    } else {
+        println!("the kernel prints no dl.deadline: the longest hold, {hold} cycles");
+    }
     // During the hold the kernel has the thread on SCHED_FIFO, below the
     // driver's fallback priority, and its bandwidth stays booked.
     let st = srv.status();

@@ -24,7 +24,10 @@
 mod feedback;
 mod rescue;
 
-pub use rescue::{ThreadReader, COOLDOWN_HOLDS, DEFAULT_RESCUE_CYCLES, RESCUE_CYCLES};
+pub use rescue::{
+    debt_hold_cycles, DriverEntity, EntityReader, HeldEntity, ThreadReader, COOLDOWN_HOLDS,
+    DEFAULT_RESCUE_CYCLES, RESCUE_CYCLES,
+};
 
 use crate::departed::{self, Departed, Prober};
 use crate::events::RtEvent;

@@ -22,10 +22,17 @@
 //! (state `R`) and its CPU time moved by less than a quarter of its budget
 //! since the cycle before means the scheduler holds it, not that it works,
 //! sleeps or is stopped. It then runs SCHED_FIFO (one below the driver's
-//! fallback priority, as a refused client does) for `hold_cycles` cycles,
-//! long enough for debts of tens of milliseconds, while its ledger entry
-//! stays booked and its controller keeps learning; then its reservation,
-//! as its controller has it then, is applied again. A thread spinning in
+//! fallback priority, as a refused client does) until its 0-lag time has
+//! passed (its deadline, later by what it still owes at its bandwidth:
+//! [`debt_hold_cycles`]), at most `hold_cycles` cycles, while its ledger
+//! entry stays booked and its controller keeps learning; then its
+//! reservation, as its controller has it then, is applied again, and the
+//! kernel gives it fresh parameters. The deadline and what it owes are
+//! read from `/proc/TID/sched` ([`EntityReader`]); where the kernel does
+//! not print them, the hold is `hold_cycles`. A thread whose 0-lag time
+//! comes within the next period is left alone: the kernel lets it go about
+//! as soon as a rescue would (most threads a late look finds held at 10 ×
+//! 1 %, where short debts are the rule). A thread spinning in
 //! its callback uses its budget every period and is never rescued; one
 //! asleep in a system call or stopped is not runnable. A thread whose
 //! raise the ledger or the kernel refused lately is short of budget, not
@@ -47,7 +54,7 @@
 
 use super::{kind, Mode, Reservations};
 use crate::events::RtEvent;
-use resound_sched::thread_run::ThreadRun;
+use resound_sched::thread_run::{DeadlineEntity, ThreadRun};
 use resound_sched::Policy;
 use resound_shm::sync::Ordering;
 
@@ -55,7 +62,79 @@ use resound_shm::sync::Ordering;
 /// fake in tests).
 pub type ThreadReader = fn(tid: i32) -> Option<ThreadRun>;
 
-/// A hold long enough for debts of tens of milliseconds (267 ms at 128
+/// Reads a SCHED_DEADLINE thread's entity without allocating (procfs; a
+/// fake in tests).
+pub type EntityReader = fn(tid: i32) -> Option<DeadlineEntity>;
+
+/// Where the kernel stands with a held thread, from `/proc/TID/sched`
+/// ([`debt_hold_cycles`]).
+#[derive(Debug, Clone, Copy)]
+pub struct HeldEntity {
+    /// The held thread's entity.
+    pub entity: DeadlineEntity,
+    /// Its reservation: budget and period (ns).
+    pub budget_ns: u64,
+    /// See `budget_ns`.
+    pub period_ns: u64,
+}
+
+/// The kernel's run-queue clock, read off the driver thread's entity
+/// ([`debt_hold_cycles`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DriverEntity {
+    /// The driver thread's entity.
+    pub entity: DeadlineEntity,
+    /// Its relative deadline (ns).
+    pub deadline_ns: u64,
+    /// How long ago it woke for this cycle (ns).
+    pub since_wake_ns: u64,
+}
+
+/// How many cycles of `period_ns` a rescued thread stays off
+/// SCHED_DEADLINE: until its 0-lag time has passed (its deadline, later by
+/// what it still owes at its own bandwidth), when the kernel forgets its
+/// parameters and it comes back with fresh ones, plus a cycle; at most
+/// `max`, and `max` when either entity is unknown. None when that time
+/// comes within the next period: the kernel lets the thread go about as
+/// soon as a rescue would, and the rescue would only cost it its place
+/// among the reserved threads. The kernel's deadlines are on its
+/// run-queue clock, not CLOCK_MONOTONIC; its "now" is taken from the
+/// driver thread's own entity: the driver starts a new period at each
+/// wake-up, so its deadline is that wake-up plus its relative deadline.
+/// Real-time safe.
+pub fn debt_hold_cycles(
+    held: Option<HeldEntity>,
+    driver: Option<DriverEntity>,
+    period_ns: u64,
+    max: u32,
+) -> Option<u32> {
+    let (Some(held), Some(driver)) = (held, driver) else {
+        return Some(max);
+    };
+    if period_ns == 0 || held.budget_ns == 0 {
+        return Some(max);
+    }
+    let now = driver
+        .entity
+        .deadline_ns
+        .saturating_sub(driver.deadline_ns)
+        .saturating_add(driver.since_wake_ns);
+    let owed = held.entity.runtime_ns.min(0).unsigned_abs();
+    let repaid_in = owed.saturating_mul(held.period_ns) / held.budget_ns;
+    let left = held
+        .entity
+        .deadline_ns
+        .saturating_add(repaid_in)
+        .saturating_sub(now);
+    if left <= period_ns {
+        return None;
+    }
+    let cycles = left.div_ceil(period_ns).saturating_add(1);
+    Some(u32::try_from(cycles).unwrap_or(u32::MAX).min(max))
+}
+
+/// The longest hold the tests and the measurements use
+/// (`resoundd --throttle-rescue 100`): long enough (267 ms at 128
 /// frames and 48 kHz: a debt of 24 ms at a 9 % budget); what the tests
 /// and the measurements use.
 pub const RESCUE_CYCLES: u32 = 100;
@@ -69,10 +148,12 @@ pub const COOLDOWN_HOLDS: u64 = 11;
 
 /// Per-slot rescue state.
 pub(super) struct Rescues {
-    /// Cycles a rescued thread stays on SCHED_FIFO (0: no rescue).
+    /// The most cycles a rescued thread stays on SCHED_FIFO (0: no rescue).
     pub(super) hold_cycles: u32,
     /// Reads a thread's run state.
     pub(super) read: ThreadReader,
+    /// Reads a SCHED_DEADLINE thread's entity.
+    pub(super) read_entity: EntityReader,
     /// Per slot: the cycle of its last late look and its CPU time then.
     looked: Vec<Option<(u64, u64)>>,
     /// Per slot: the cycle at which a rescued thread gets its reservation
@@ -92,6 +173,7 @@ impl Rescues {
         Rescues {
             hold_cycles: DEFAULT_RESCUE_CYCLES,
             read: resound_sched::thread_run::read_thread_run,
+            read_entity: resound_sched::thread_run::read_deadline_entity,
             looked: vec![None; slots],
             until: vec![0; slots],
             not_before: vec![0; slots],
@@ -132,6 +214,12 @@ impl Reservations {
         self
     }
 
+    /// Replaces the procfs reader of deadline entities (tests: a fake).
+    pub fn with_entity_reader(mut self, read: EntityReader) -> Self {
+        self.rescues.read_entity = read;
+        self
+    }
+
     /// `slot`'s thread was woken and is late: `first` for the first late
     /// cycle of a stall (its budget was just bumped), else it finished
     /// nothing since. Queues a look at it for after the trigger
@@ -159,18 +247,30 @@ impl Reservations {
 
     /// Driver thread, once the cycle is triggered: looks at the late
     /// client threads the look-back queued (their run state from procfs)
-    /// and puts those their throttle holds on SCHED_FIFO for a while
-    /// (`resoundd --throttle-rescue`). Real-time safe.
-    pub fn look_for_holds(&mut self, emit: &mut impl FnMut(RtEvent)) {
+    /// and puts those their throttle holds on SCHED_FIFO until their 0-lag
+    /// time has passed (`resoundd --throttle-rescue`);
+    /// `since_wake_ns` says how long ago the driver thread woke for this
+    /// cycle, asked only for a rescue. Real-time safe.
+    pub fn look_for_holds(
+        &mut self,
+        since_wake_ns: impl Fn() -> u64,
+        emit: &mut impl FnMut(RtEvent),
+    ) {
         for i in 0..self.rescues.queued.len() {
             let (slot, first) = self.rescues.queued[i];
-            self.look_at(slot, first, emit);
+            self.look_at(slot, first, &since_wake_ns, emit);
         }
         self.rescues.queued.clear();
     }
 
     /// One queued look at `slot`'s thread. Real-time safe.
-    fn look_at(&mut self, slot: u32, first: bool, emit: &mut impl FnMut(RtEvent)) {
+    fn look_at(
+        &mut self,
+        slot: u32,
+        first: bool,
+        since_wake_ns: &impl Fn() -> u64,
+        emit: &mut impl FnMut(RtEvent),
+    ) {
         let Mode::Deadline {
             fallback_priority, ..
         } = self.mode
@@ -191,18 +291,49 @@ impl Reservations {
         let budget = self.stats[slot as usize].budget_ns.load(Ordering::Relaxed);
         let idle = run.cpu_ns.saturating_sub(cpu) < budget / 4;
         if !first && run.runnable && idle && self.cycles.saturating_sub(at) <= 2 {
-            self.rescue(slot, tid, (fallback_priority - 1).max(1), emit);
+            if let Some(hold) = self.hold_for(slot, tid, since_wake_ns()) {
+                self.rescue(slot, tid, (fallback_priority - 1).max(1), hold, emit);
+            }
         }
     }
 
-    /// Puts `slot`'s thread on SCHED_FIFO at `priority` for the hold; its
-    /// ledger entry and published figures stay. Real-time safe.
-    fn rescue(&mut self, slot: u32, tid: i32, priority: i32, emit: &mut impl FnMut(RtEvent)) {
+    /// How many cycles `slot`'s thread `tid` is to be held
+    /// ([`debt_hold_cycles`], from its entity and the driver's); None if
+    /// the kernel lets it go within the next cycle. Real-time safe.
+    fn hold_for(&self, slot: u32, tid: i32, since_wake_ns: u64) -> Option<u32> {
+        let read = self.rescues.read_entity;
+        let s = &self.stats[slot as usize];
+        let held = read(tid).map(|entity| HeldEntity {
+            entity,
+            budget_ns: s.budget_ns.load(Ordering::Relaxed),
+            period_ns: s.period_ns.load(Ordering::Relaxed),
+        });
+        let driver_tid = self.tids.first().copied().unwrap_or(0);
+        let driver = (driver_tid != 0)
+            .then(|| read(driver_tid))
+            .flatten()
+            .map(|entity| DriverEntity {
+                entity,
+                deadline_ns: self.stats[0].deadline_ns.load(Ordering::Relaxed),
+                since_wake_ns,
+            });
+        debt_hold_cycles(held, driver, self.audio_period_ns, self.rescues.hold_cycles)
+    }
+
+    /// Puts `slot`'s thread on SCHED_FIFO at `priority` for `hold` cycles;
+    /// its ledger entry and published figures stay. Real-time safe.
+    fn rescue(
+        &mut self,
+        slot: u32,
+        tid: i32,
+        priority: i32,
+        hold: u32,
+        emit: &mut impl FnMut(RtEvent),
+    ) {
         self.count_change(slot);
         if (self.apply)(tid, &Policy::Fifo { priority }).is_err() {
             return;
         }
-        let hold = self.rescues.hold_cycles;
         self.rescues.until[slot as usize] = self.cycles + u64::from(hold);
         self.rescues.not_before[slot as usize] = self.cycles + COOLDOWN_HOLDS * u64::from(hold);
         self.rescues.looked[slot as usize] = None;

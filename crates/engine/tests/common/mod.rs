@@ -5,7 +5,7 @@
 #![allow(dead_code)]
 
 use resound_engine::departed::Prober;
-use resound_engine::reserve::{Applier, ThreadReader};
+use resound_engine::reserve::{Applier, EntityReader, ThreadReader};
 use resound_engine::{
     Clock, Command, DummyDriver, Engine, EngineConfig, EngineShared, Mode, Reservations, RtEvent,
     SimClock, SimPoint,
@@ -117,7 +117,10 @@ pub struct Setup {
     /// The procfs seam of the throttle rescue (default: every thread gone,
     /// so that no test depends on what real thread has its fake id).
     pub thread_reader: ThreadReader,
-    /// Cycles of a throttle rescue's hold (0: no rescue).
+    /// The procfs seam of the rescue's hold (default: no entity, so the
+    /// hold is `rescue_cycles`).
+    pub entity_reader: EntityReader,
+    /// Most cycles of a throttle rescue's hold (0: no rescue).
     pub rescue_cycles: u32,
 }
 
@@ -132,6 +135,7 @@ impl Default for Setup {
             applier: accept_all,
             prober: all_gone,
             thread_reader: no_thread,
+            entity_reader: no_entity,
             rescue_cycles: resound_engine::reserve::RESCUE_CYCLES,
         }
     }
@@ -139,6 +143,11 @@ impl Default for Setup {
 
 /// A procfs reader that finds no thread (the rescue never starts).
 pub fn no_thread(_tid: i32) -> Option<resound_sched::thread_run::ThreadRun> {
+    None
+}
+
+/// An entity reader that finds none (the hold is the longest).
+pub fn no_entity(_tid: i32) -> Option<resound_sched::thread_run::DeadlineEntity> {
     None
 }
 
@@ -280,6 +289,7 @@ impl Rig {
         .with_applier(s.applier)
         .with_prober(s.prober)
         .with_thread_reader(s.thread_reader)
+        .with_entity_reader(s.entity_reader)
         .with_rescue_cycles(s.rescue_cycles);
         let (tx, rx) = rtrb::RingBuffer::new(1024);
         let clock = SimClock::new(1_000_000_000);
