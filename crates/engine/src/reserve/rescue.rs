@@ -134,9 +134,8 @@ pub fn debt_hold_cycles(
 }
 
 /// The longest hold the tests and the measurements use
-/// (`resoundd --throttle-rescue 100`): long enough (267 ms at 128
-/// frames and 48 kHz: a debt of 24 ms at a 9 % budget); what the tests
-/// and the measurements use.
+/// (`resoundd --throttle-rescue 100`): 267 ms at 128 frames and 48 kHz,
+/// a debt of 24 ms at a 9 % budget.
 pub const RESCUE_CYCLES: u32 = 100;
 
 /// The server's default: no rescue (`resoundd --throttle-rescue`).
