@@ -95,7 +95,7 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
     if printed {
         assert!(
             (2..1000).contains(&hold),
-            "held {hold} cycles: sized to the kernel's deadline"
+            "held {hold} cycles: sized to its 0-lag time"
         );
     } else {
         println!("the kernel prints no dl.deadline: the longest hold, {hold} cycles");

@@ -31,8 +31,8 @@
 //! read from `/proc/TID/sched` ([`EntityReader`]); where the kernel does
 //! not print them, the hold is `hold_cycles`. A thread whose 0-lag time
 //! comes within the next period is left alone: the kernel lets it go about
-//! as soon as a rescue would (most threads a late look finds held at 10 ×
-//! 1 %, where short debts are the rule). A thread spinning in
+//! as soon as a rescue would (half of those the looks found held behind
+//! the tests' spiking client). A thread spinning in
 //! its callback uses its budget every period and is never rescued; one
 //! asleep in a system call or stopped is not runnable. A thread whose
 //! raise the ledger or the kernel refused lately is short of budget, not

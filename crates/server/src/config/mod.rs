@@ -119,13 +119,15 @@ pub struct ServerArgs {
     /// cycle (woken, late, runnable, not running) runs SCHED_FIFO until the
     /// kernel would give it fresh parameters (its deadline, later by what
     /// it owes at its bandwidth, read from /proc/TID/sched), at most CYCLES
-    /// cycles, then under its reservation again. On a virtual machine a stall of the virtual CPU can be
-    /// charged to the thread that was running, and the kernel then
-    /// throttles it for about ten times the stall while the clients before
-    /// it go on without it. Never a thread short of budget (a raise of it
-    /// refused lately), at most once per 11 holds per client. Default 0
-    /// (never): the benches disagree on whether it pays (see
-    /// docs/architecture.md); 100 covers debts of tens of milliseconds.
+    /// cycles, then under its reservation again; one the kernel lets go
+    /// within the cycle anyway is left alone. On a virtual machine a stall
+    /// of the virtual CPU can be charged to the thread that was running,
+    /// and the kernel then throttles it for about ten times the stall while
+    /// the clients before it go on without it. Never a thread short of
+    /// budget (a raise of it refused lately), at most once per 11 holds per
+    /// client. Default 0 (never): the benches disagree on whether it pays
+    /// (see docs/architecture.md); 100 covers debts of tens of
+    /// milliseconds.
     #[arg(long = "throttle-rescue", value_name = "CYCLES", default_value_t = resound_engine::reserve::DEFAULT_RESCUE_CYCLES, value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub throttle_rescue: u32,
     /// Early wake-up (µs; 0 turns it off): a client whose last cycle took
