@@ -267,20 +267,30 @@ fn a_thread_whose_raise_was_refused_is_not_rescued() {
     assert_eq!(kind_of(&rig, a), kind::DEADLINE);
 }
 
+/// Chain "a" -> "b" with a hold of at most 40 cycles, "a" held (runnable,
+/// idle) and stuck, its kernel deadline `after_ns` after the driver's
+/// wake-up (run-queue time 10^12, its deadline that plus its relative
+/// deadline, as the kernel shows a driver that starts a period at each
+/// wake-up).
+fn stuck_with_deadline_after_wake(after_ns: u64) -> (Rig, u32) {
+    show(true, 0);
+    let (rig, a) = chain_rig_reading(recording, shown, entities, 40);
+    let driver_relative = rig.shared.res[0].deadline_ns.load(Ordering::Relaxed);
+    assert!(driver_relative > 0, "the driver is reserved");
+    let woke = 1_000_000_000_000;
+    DEADLINES.with(|d| d.set((woke + after_ns, woke + driver_relative)));
+    rig.play("a", Play::Stuck);
+    (rig, a)
+}
+
 /// The hold lasts until the kernel's deadline for the held thread has
 /// passed: read against the driver's own deadline, which is its wake-up
 /// plus its relative deadline.
 #[test]
 fn a_held_thread_is_held_until_the_kernels_deadline_for_it_has_passed() {
-    show(true, 0);
-    let (mut rig, a) = chain_rig_reading(recording, shown, entities, 40);
-    let driver_relative = rig.shared.res[0].deadline_ns.load(Ordering::Relaxed);
-    assert!(driver_relative > 0, "the driver is reserved");
-    // The driver woke at run-queue time 10^12; "a"'s deadline is 7.5
-    // periods after that: 8 cycles until it has passed, and one more.
-    let woke = 1_000_000_000_000;
-    DEADLINES.with(|d| d.set((woke + 7 * PERIOD_NS + PERIOD_NS / 2, woke + driver_relative)));
-    rig.play("a", Play::Stuck);
+    // 7.5 periods after the driver's wake-up: 8 cycles until it has
+    // passed, and one more.
+    let (mut rig, a) = stuck_with_deadline_after_wake(7 * PERIOD_NS + PERIOD_NS / 2);
     rig.run(3);
     assert!(rig
         .drain()
@@ -303,12 +313,7 @@ fn a_held_thread_is_held_until_the_kernels_deadline_for_it_has_passed() {
 /// go by the kernel: it stays under its reservation.
 #[test]
 fn a_held_thread_the_kernel_lets_go_within_the_cycle_is_not_rescued() {
-    show(true, 0);
-    let (mut rig, a) = chain_rig_reading(recording, shown, entities, 40);
-    let driver_relative = rig.shared.res[0].deadline_ns.load(Ordering::Relaxed);
-    let woke = 1_000_000_000_000;
-    DEADLINES.with(|d| d.set((woke + PERIOD_NS / 2, woke + driver_relative)));
-    rig.play("a", Play::Stuck);
+    let (mut rig, a) = stuck_with_deadline_after_wake(PERIOD_NS / 2);
     rig.run(10);
     assert_eq!(rescues(&rig, a), 0);
     assert_eq!(kind_of(&rig, a), kind::DEADLINE);
