@@ -88,10 +88,7 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
         .reservations
         .iter()
         .filter(|r| r.policy == "SCHED_DEADLINE")
-        .any(|r| {
-            std::fs::read_to_string(format!("/proc/{}/sched", r.tid))
-                .is_ok_and(|t| t.contains("dl.deadline"))
-        });
+        .any(|r| resound_sched::thread_run::read_deadline_entity(r.tid).is_some());
     if printed {
         assert!(
             (2..1000).contains(&hold),

@@ -290,19 +290,19 @@ impl Reservations {
         let budget = self.stats[slot as usize].budget_ns.load(Ordering::Relaxed);
         let idle = run.cpu_ns.saturating_sub(cpu) < budget / 4;
         if !first && run.runnable && idle && self.cycles.saturating_sub(at) <= 2 {
-            if let Some(hold) = self.hold_for(slot, tid, since_wake_ns()) {
+            if let Some(hold) = self.hold_for(slot, since_wake_ns()) {
                 self.rescue(slot, tid, (fallback_priority - 1).max(1), hold, emit);
             }
         }
     }
 
-    /// How many cycles `slot`'s thread `tid` is to be held
-    /// ([`debt_hold_cycles`], from its entity and the driver's); None if
-    /// the kernel lets it go within the next cycle. Real-time safe.
-    fn hold_for(&self, slot: u32, tid: i32, since_wake_ns: u64) -> Option<u32> {
+    /// How many cycles `slot`'s thread is to be held ([`debt_hold_cycles`],
+    /// from its entity and the driver's); None if the kernel lets it go
+    /// within the next cycle. Real-time safe.
+    fn hold_for(&self, slot: u32, since_wake_ns: u64) -> Option<u32> {
         let read = self.rescues.read_entity;
         let s = &self.stats[slot as usize];
-        let held = read(tid).map(|entity| HeldEntity {
+        let held = read(self.tids[slot as usize]).map(|entity| HeldEntity {
             entity,
             budget_ns: s.budget_ns.load(Ordering::Relaxed),
             period_ns: s.period_ns.load(Ordering::Relaxed),
