@@ -40,6 +40,13 @@ pub struct RunMetrics {
     pub lost_rewritten: u64,
     /// The server's xruns in the window, as the last client's xrun callback counted them.
     pub xruns: u64,
+    /// Cycles whose last client returned after the driver's next traced
+    /// wake-up: late by the rule every server checks (is the graph done
+    /// when the next cycle begins), measured alike on every server from
+    /// the clients' clocks and the kernel tracer. The servers' own counts
+    /// differ: jackd2 stops reporting a graph that stays unfinished for
+    /// more than two periods, resound reports each late cycle.
+    pub late_chains: u64,
     /// Driver thread CPU per cycle (schedstat difference ÷ the first
     /// client's cycles), over the untraced window before the measured one.
     pub driver_cpu: f64,
@@ -116,7 +123,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
     let (mut wake_cpu, mut signal, mut stamp) = (Vec::new(), Vec::new(), Vec::new());
     let (mut drv_wake, mut drv_eoc) = (Vec::new(), Vec::new());
     let drv: Vec<u64> = d.driver_wakes.iter().map(|c| c.wake_ns).collect();
-    let (mut lost, mut lost_rewritten) = (0, 0);
+    let (mut lost, mut lost_rewritten, mut late_chains) = (0, 0, 0);
     for r1 in &firsts {
         first_wake.push(diff(r1.wake, r1.start));
         // The driver's wake-up that began this cycle: the last one before
@@ -129,6 +136,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         if let Some(w) = dw {
             drv_wake.push(diff(r1.wake, w));
         }
+        let next_wake = dw.and(drv.get(i).copied());
         let chain: Vec<Option<&Rec>> = maps.iter().map(|m| m.get(&r1.wake).copied()).collect();
         for (a, b) in chain.iter().zip(chain.iter().skip(1)) {
             if let (Some(a), Some(b)) = (a, b) {
@@ -145,6 +153,9 @@ pub fn compute(d: &RunData) -> RunMetrics {
                 stamp.push(diff(rl.ret, r1.wake));
                 if let Some(w) = dw {
                     drv_eoc.push(diff(rl.ret, w));
+                }
+                if next_wake.is_some_and(|n| rl.ret > n) {
+                    late_chains += 1;
                 }
             }
             None => {
@@ -182,6 +193,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         lost,
         lost_rewritten,
         xruns,
+        late_chains,
         driver_cpu: per_cycle(d.untraced.cpu_ns, untraced_cycles) / 1000.0,
         driver_runs: per_cycle(d.untraced.runs, untraced_cycles),
         driver_cpu_traced: per_cycle(d.traced.cpu_ns, cycles) / 1000.0,
@@ -284,6 +296,11 @@ pub const METRICS: &[Metric] = &[
         |m| m.lost_rewritten as f64,
     ),
     count("xruns", "xruns (server's count, total)", |m| m.xruns as f64),
+    count(
+        "late_chains",
+        "chain done after next driver wake (total)",
+        |m| m.late_chains as f64,
+    ),
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
         m.driver_cpu
     }),
@@ -454,6 +471,41 @@ mod tests {
         let m = compute(&run_data(vec![c1, c2, c3], (0, 3 * p + 60_000)));
         assert_eq!(m.lost, 2);
         assert_eq!(m.lost_rewritten, 1, "block 1 only");
+    }
+
+    #[test]
+    fn a_chain_done_after_the_next_driver_wake_is_late_whatever_the_reported_start() {
+        let p = 1_000_000;
+        let recs = |v: Vec<Rec>| ClientRecords {
+            recs: v,
+            ..Default::default()
+        };
+        let c1 = recs(
+            (0..4)
+                .map(|i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
+                .collect(),
+        );
+        // Block 1 ends 10 us after the driver's next wake-up although its
+        // reported start says 1.5 periods later; block 3 ends late too,
+        // but no later wake-up was traced, so it is not judged.
+        let c2 = recs(vec![
+            rec(0, 70_000, 90_000, 50_000, false),
+            rec(p + p / 2, p + 70_000, 2 * p + 30_000, p + 50_000, false),
+            rec(2 * p, 2 * p + 70_000, 2 * p + 90_000, 2 * p + 50_000, false),
+            rec(3 * p, 3 * p + 70_000, 4 * p + 90_000, 3 * p + 50_000, false),
+        ]);
+        let d = RunData {
+            driver_wakes: (0..4)
+                .map(|i| DriverCycle {
+                    wake_ns: i * p + 20_000,
+                    end_ns: None,
+                })
+                .collect(),
+            ..run_data(vec![c1, c2], (0, 3 * p + 60_000))
+        };
+        let m = compute(&d);
+        assert_eq!(m.late_chains, 1);
+        assert_eq!(m.lost, 0);
     }
 
     #[test]

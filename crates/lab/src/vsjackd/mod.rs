@@ -183,8 +183,8 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 let metrics = data.map(|d| metrics::compute(&d));
                 match &metrics {
                     Ok(m) => eprintln!(
-                        " driver wake -> end of chain p50 {:.1} us, c1 wake {:.1} us, {} cycles, {} lost, {} xruns",
-                        m.drv_eoc_p50, m.drv_wake_p50, m.cycles, m.lost, m.xruns
+                        " driver wake -> end of chain p50 {:.1} us, c1 wake {:.1} us, {} cycles, {} lost, {} late, {} xruns",
+                        m.drv_eoc_p50, m.drv_wake_p50, m.cycles, m.lost, m.late_chains, m.xruns
                     ),
                     Err(e) => eprintln!(" failed: {e}"),
                 }
