@@ -480,19 +480,24 @@ mod tests {
             recs: v,
             ..Default::default()
         };
+        // The server reports block 1's start half a period late (as
+        // jackd2's delay-locked loop can): counted from it, block 1 ends
+        // within a period.
+        let reported_start = |i: u64| if i == 1 { p + p / 2 } else { i * p };
         let c1 = recs(
             (0..4)
-                .map(|i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
+                .map(|i| {
+                    let w = i * p + 50_000;
+                    rec(reported_start(i), w, w + 10_000, w, false)
+                })
                 .collect(),
         );
-        // Block 1 ends 10 us after the driver's next wake-up although its
-        // reported start says 1.5 periods later; block 3 ends late too,
-        // but no later wake-up was traced, so it is not judged.
+        // Block 1 ends 10 us after the driver's next wake-up.
         let c2 = recs(vec![
             rec(0, 70_000, 90_000, 50_000, false),
-            rec(p + p / 2, p + 70_000, 2 * p + 30_000, p + 50_000, false),
+            rec(p, p + 70_000, 2 * p + 30_000, p + 50_000, false),
             rec(2 * p, 2 * p + 70_000, 2 * p + 90_000, 2 * p + 50_000, false),
-            rec(3 * p, 3 * p + 70_000, 4 * p + 90_000, 3 * p + 50_000, false),
+            rec(3 * p, 3 * p + 70_000, 3 * p + 90_000, 3 * p + 50_000, false),
         ]);
         let d = RunData {
             driver_wakes: (0..4)
@@ -506,6 +511,10 @@ mod tests {
         let m = compute(&d);
         assert_eq!(m.late_chains, 1);
         assert_eq!(m.lost, 0);
+        // Without a traced wake-up after it, block 1 is not judged.
+        let mut untraced_after = d;
+        untraced_after.driver_wakes.truncate(2);
+        assert_eq!(compute(&untraced_after).late_chains, 0);
     }
 
     #[test]
