@@ -25,8 +25,12 @@ fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
 /// every 1.5 s after. Whether a spike leaves the thread owing runtime
 /// (caught at the tick past its budget) or only stretches it at its
 /// bandwidth (its CPU time moving every period: not held) varies from
-/// spike to spike; about half of them were held, so the rescue test
-/// waits for one of several.
+/// spike to spike and, more, from server to server: since the hold is
+/// sized to the debt, of 10 fresh servers 6 rescued the spiker within
+/// 3–21 s and 4 not at all in 20–60 s (likely where the kernel placed the
+/// spiker: its throttle is caught late only on a CPU where nothing else
+/// interrupts it before the tick; not traced). So the rescue test waits
+/// for one of several spikes, on up to [`RESCUE_ATTEMPTS`] fresh servers.
 fn spiking_client(args: &[&str]) -> (Srv, Tool) {
     // Kept in the cycle however late (not evicted after the client
     // timeout), so that the same thread is watched throughout.
@@ -57,6 +61,33 @@ fn spiking_client(args: &[&str]) -> (Srv, Tool) {
 
 const HELD: &str = "was held by its reservation's throttle";
 
+/// Fresh servers tried before the rescue test gives up (see
+/// [`spiking_client`]).
+const RESCUE_ATTEMPTS: u32 = 3;
+
+/// A server with the rescue on and the spiker, once the spiker was
+/// rescued: waits 25 s for it on each of up to [`RESCUE_ATTEMPTS`] fresh
+/// servers. The longest hold (1000 cycles) is far beyond any debt a
+/// 100-ms spike caught at the scheduler's tick leaves (a few ms at a 5 %
+/// budget: tens of periods).
+fn rescued_spiker() -> (Srv, Tool) {
+    for attempt in 1..=RESCUE_ATTEMPTS {
+        let (srv, spiker) = spiking_client(&["--throttle-rescue", "1000"]);
+        let t0 = std::time::Instant::now();
+        let mut rescues = 0;
+        while t0.elapsed() < Duration::from_secs(25) {
+            let st = srv.status();
+            rescues = res(&st, "spiker").map_or(0, |r| r.rescues);
+            if rescues >= 1 && srv.log().contains(HELD) {
+                return (srv, spiker);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        println!("attempt {attempt}: no rescue in 25 s (rescues {rescues}); a fresh server");
+    }
+    panic!("no rescue on {RESCUE_ATTEMPTS} fresh servers, 25 s each");
+}
+
 /// The hold the first rescue in `log` announced (cycles).
 fn hold_of(log: &str) -> Option<u32> {
     let line = log.lines().find(|l| l.contains(HELD))?;
@@ -72,14 +103,7 @@ fn a_client_its_throttle_holds_runs_fifo_for_a_while_then_under_its_reservation_
     ) {
         return;
     }
-    // The longest hold far beyond any debt a 100-ms spike caught at the
-    // scheduler's tick leaves (a few ms at a 5 % budget: tens of periods).
-    let (srv, _spiker) = spiking_client(&["--throttle-rescue", "1000"]);
-    wait_for_seen("the rescue", Duration::from_secs(20), || {
-        let st = srv.status();
-        let r = res(&st, "spiker").map_or(0, |r| r.rescues);
-        (r >= 1 && srv.log().contains(HELD), format!("rescues {r}"))
-    });
+    let (srv, _spiker) = rescued_spiker();
     // The hold is the time to the thread's 0-lag time, where the kernel
     // prints its entity, not the longest.
     let hold = hold_of(&srv.log()).expect("the rescue says its hold");
