@@ -349,6 +349,34 @@ mod tests {
         }
     }
 
+    /// A client's records, not full, with no xruns.
+    fn records(recs: Vec<Rec>) -> ClientRecords {
+        ClientRecords {
+            recs,
+            ..Default::default()
+        }
+    }
+
+    /// The first client's records of `n` cycles of `p` ns: woken 50 µs
+    /// into each, busy 10 µs, its wake-up as the stamp.
+    fn first_client(n: u64, p: u64) -> ClientRecords {
+        records(
+            (0..n)
+                .map(|i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
+                .collect(),
+        )
+    }
+
+    /// `n` traced driver wake-ups, `offset` ns into each period of `p` ns.
+    fn driver_wakes(n: u64, p: u64, offset: u64) -> Vec<DriverCycle> {
+        (0..n)
+            .map(|i| DriverCycle {
+                wake_ns: i * p + offset,
+                end_ns: None,
+            })
+            .collect()
+    }
+
     /// A run of these clients' records over `window_ns`, with no driver
     /// CPU time and no traced driver wake-up.
     fn run_data(clients: Vec<ClientRecords>, window_ns: (u64, u64)) -> RunData {
@@ -370,12 +398,7 @@ mod tests {
     #[test]
     fn joins_clients_by_stamp_and_counts_lost_blocks() {
         let p = 1_000_000;
-        let c1 = ClientRecords {
-            recs: (0..4)
-                .map(|i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
-                .collect(),
-            ..Default::default()
-        };
+        let c1 = first_client(4, p);
         // The last client: cycle 1 brings cycle 0's block again, cycle 3 is missing.
         let c2 = ClientRecords {
             recs: vec![
@@ -404,12 +427,7 @@ mod tests {
                 cpu_ns: 100_000,
                 runs: 2,
             },
-            driver_wakes: (0..4)
-                .map(|i| DriverCycle {
-                    wake_ns: i * p + 20_000,
-                    end_ns: None,
-                })
-                .collect(),
+            driver_wakes: driver_wakes(4, p, 20_000),
             ..run_data(vec![c1, c2], (0, 3 * p + 60_000))
         };
         let m = compute(&d);
@@ -434,18 +452,10 @@ mod tests {
     #[test]
     fn a_block_its_holder_rewrote_at_once_is_told_from_one_dropped() {
         let p = 1_000_000;
-        let recs = |v: Vec<Rec>| ClientRecords {
-            recs: v,
-            ..Default::default()
-        };
-        let c1 = recs(
-            (0..4)
-                .map(|i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
-                .collect(),
-        );
+        let c1 = first_client(4, p);
         // c2 runs block 1 late and begins block 2 4 us after releasing it
         // (sig = ret + 1 us); after block 3 it idles.
-        let c2 = recs(vec![
+        let c2 = records(vec![
             rec(0, 70_000, 90_000, 50_000, false),
             rec(p, 2 * p + 60_000, 2 * p + 80_000, p + 50_000, false),
             rec(
@@ -458,7 +468,7 @@ mod tests {
             rec(3 * p, 3 * p + 70_000, 3 * p + 90_000, 3 * p + 50_000, false),
         ]);
         // c3 never gets blocks 1 and 3.
-        let c3 = recs(vec![
+        let c3 = records(vec![
             rec(0, 100_000, 120_000, 50_000, false),
             rec(
                 2 * p,
@@ -476,15 +486,11 @@ mod tests {
     #[test]
     fn a_chain_done_after_the_next_driver_wake_is_late_whatever_the_reported_start() {
         let p = 1_000_000;
-        let recs = |v: Vec<Rec>| ClientRecords {
-            recs: v,
-            ..Default::default()
-        };
         // The server reports block 1's start half a period late (as
         // jackd2's delay-locked loop can): counted from it, block 1 ends
         // within a period.
         let reported_start = |i: u64| if i == 1 { p + p / 2 } else { i * p };
-        let c1 = recs(
+        let c1 = records(
             (0..4)
                 .map(|i| {
                     let w = i * p + 50_000;
@@ -493,19 +499,14 @@ mod tests {
                 .collect(),
         );
         // Block 1 ends 10 us after the driver's next wake-up.
-        let c2 = recs(vec![
+        let c2 = records(vec![
             rec(0, 70_000, 90_000, 50_000, false),
             rec(p, p + 70_000, 2 * p + 30_000, p + 50_000, false),
             rec(2 * p, 2 * p + 70_000, 2 * p + 90_000, 2 * p + 50_000, false),
             rec(3 * p, 3 * p + 70_000, 3 * p + 90_000, 3 * p + 50_000, false),
         ]);
         let d = RunData {
-            driver_wakes: (0..4)
-                .map(|i| DriverCycle {
-                    wake_ns: i * p + 20_000,
-                    end_ns: None,
-                })
-                .collect(),
+            driver_wakes: driver_wakes(4, p, 20_000),
             ..run_data(vec![c1, c2], (0, 3 * p + 60_000))
         };
         let m = compute(&d);
