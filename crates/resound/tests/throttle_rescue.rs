@@ -73,17 +73,15 @@ const RESCUE_ATTEMPTS: u32 = 3;
 fn rescued_spiker() -> (Srv, Tool) {
     for attempt in 1..=RESCUE_ATTEMPTS {
         let (srv, spiker) = spiking_client(&["--throttle-rescue", "1000"]);
-        let t0 = std::time::Instant::now();
-        let mut rescues = 0;
-        while t0.elapsed() < Duration::from_secs(25) {
+        let rescued = poll_until(Duration::from_secs(25), || {
             let st = srv.status();
-            rescues = res(&st, "spiker").map_or(0, |r| r.rescues);
-            if rescues >= 1 && srv.log().contains(HELD) {
-                return (srv, spiker);
-            }
-            std::thread::sleep(Duration::from_millis(20));
+            let r = res(&st, "spiker").map_or(0, |r| r.rescues);
+            (r >= 1 && srv.log().contains(HELD), format!("rescues {r}"))
+        });
+        match rescued {
+            Ok(()) => return (srv, spiker),
+            Err(seen) => println!("attempt {attempt}: no rescue in 25 s ({seen}); a fresh server"),
         }
-        println!("attempt {attempt}: no rescue in 25 s (rescues {rescues}); a fresh server");
     }
     panic!("no rescue on {RESCUE_ATTEMPTS} fresh servers, 25 s each");
 }

@@ -204,19 +204,29 @@ pub fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
 
 /// Waits until `f` holds, polling; `f` also says what it saw, which the
 /// timeout's message repeats (the last time).
-pub fn wait_for_seen(what: &str, timeout: Duration, mut f: impl FnMut() -> (bool, String)) {
-    let t0 = Instant::now();
-    loop {
-        let (done, seen) = f();
-        if done {
-            return;
-        }
+pub fn wait_for_seen(what: &str, timeout: Duration, f: impl FnMut() -> (bool, String)) {
+    if let Err(seen) = poll_until(timeout, f) {
         let seen = if seen.is_empty() {
             seen
         } else {
             format!("; last seen: {seen}")
         };
-        assert!(t0.elapsed() < timeout, "timed out waiting for {what}{seen}");
+        panic!("timed out waiting for {what}{seen}");
+    }
+}
+
+/// Polls `f` every 20 ms until it holds (Ok) or `timeout` passed (Err
+/// with what `f` saw the last time).
+pub fn poll_until(timeout: Duration, mut f: impl FnMut() -> (bool, String)) -> Result<(), String> {
+    let t0 = Instant::now();
+    loop {
+        let (done, seen) = f();
+        if done {
+            return Ok(());
+        }
+        if t0.elapsed() >= timeout {
+            return Err(seen);
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
