@@ -306,7 +306,7 @@ impl RtContext {
                     // driver's and this is the driver's CPU (then sleep on,
                     // untimed, until it releases).
                     self.spun_for = started;
-                    if worth_spinning(view, w) {
+                    if worth_spinning(view, inner.slot, w) {
                         let from = monotonic_ns();
                         spin_until_changed(w, seen, (&h.epoch, epoch), bound_ns);
                         self.spun_ns += monotonic_ns().saturating_sub(from);
@@ -578,16 +578,22 @@ pub(crate) fn spin_bound_ns(header_bound_ns: u64, budget_us: u32, work_ns: u64) 
     header_bound_ns.min(spare / 2)
 }
 
-/// Whether a thread woken before `word` changed should spin for the
-/// change: always for an upstream client's done word; for the driver's,
-/// only on another CPU than the one the driver woke on. On that CPU, a
-/// driver under SCHED_FIFO preempts the spinner anyway, and one under a
-/// reservation may have a later deadline than the spinner, which would
-/// then keep it from running: the spinner sleeps instead, and the
-/// driver's wake-up of a thread on its own CPU is cheap. Real-time safe.
-fn worth_spinning(view: &View, word: &AtomicU32) -> bool {
-    let for_driver = is_driver_word(view, word);
-    spin_for(for_driver, view.header().driver_cpu(), current_cpu())
+/// Whether a thread woken before `word` changed (the done word of the
+/// driver or of an upstream client of node `slot`) should spin for the
+/// change: only on another CPU than the one its owner runs its cycle on.
+/// On that CPU the spinner would keep the owner from running, or be
+/// preempted by it: a SCHED_OTHER spinner woken there preempts the owner
+/// (measured: an upstream client held for the spinner's whole bound), a
+/// reservation may give the spinner an earlier deadline than the owner's,
+/// and a SCHED_FIFO driver preempts the spinner anyway. The spinner sleeps
+/// instead, and a wake-up on the owner's own CPU is cheap. Real-time safe.
+fn worth_spinning(view: &View, slot: u32, word: &AtomicU32) -> bool {
+    let owner = if is_driver_word(view, word) {
+        view.record(0)
+    } else {
+        upstream_of(view, &view.table(view.current_index()), slot, word)
+    };
+    spin_beside(owner.map(|r| r.run_cpu()), current_cpu())
 }
 
 /// Whether `word` is the driver's done word. Real-time safe.
@@ -595,10 +601,10 @@ fn is_driver_word(view: &View, word: &AtomicU32) -> bool {
     view.record(0).is_some_and(|d| std::ptr::eq(word, &d.done))
 }
 
-/// [`worth_spinning`]'s rule on plain values: waiting for the driver
-/// (`for_driver`), which woke on `driver_cpu`, on `my_cpu`. Real-time safe.
-fn spin_for(for_driver: bool, driver_cpu: u32, my_cpu: u32) -> bool {
-    !for_driver || driver_cpu != my_cpu
+/// [`worth_spinning`]'s rule on plain values: waiting for a node whose
+/// thread runs on `owner_cpu` (None: unknown), on `my_cpu`. Real-time safe.
+fn spin_beside(owner_cpu: Option<u32>, my_cpu: u32) -> bool {
+    owner_cpu != Some(my_cpu)
 }
 
 /// The first client in the graph's activation order (the driver, slot 0,
@@ -661,6 +667,7 @@ fn begin_cycle(
     rec.cycle.store(cycle, Ordering::Relaxed);
     rec.signal_ns.store(signal_ns, Ordering::Relaxed);
     rec.awake_ns.store(awake, Ordering::Relaxed);
+    rec.mark_run_cpu(current_cpu());
     rec.status
         .store(NodeStatus::Running as u32, Ordering::Relaxed);
     let frames = (t.frames as usize).min(view.layout().caps.max_frames as usize);
@@ -692,10 +699,10 @@ mod tests {
     }
 
     #[test]
-    fn a_thread_spins_for_the_driver_only_on_another_cpu() {
-        assert!(spin_for(false, 1, 1), "an upstream client: always");
-        assert!(spin_for(true, 0, 1), "the driver elsewhere");
-        assert!(!spin_for(true, 1, 1), "the driver's CPU: sleep");
+    fn a_thread_spins_for_a_release_only_on_another_cpu_than_the_releasers() {
+        assert!(spin_beside(Some(0), 1), "the releaser elsewhere");
+        assert!(!spin_beside(Some(1), 1), "the releaser's CPU: sleep");
+        assert!(spin_beside(None, 1), "a releaser not found: spin");
     }
 
     #[test]

@@ -233,7 +233,9 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             .fetch(self.profile.as_deref(), self.verdicts.len());
         // A client woken early for the release spins for it only on
         // another CPU than the driver's.
-        h.mark_driver_cpu(current_cpu());
+        if let Some(own) = view.record(0) {
+            own.mark_run_cpu(current_cpu());
+        }
         if self.driver.take_resumed() {
             self.emit(RtEvent::DriverResumed { cycle });
         }

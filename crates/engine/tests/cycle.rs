@@ -243,7 +243,7 @@ fn the_dsp_load_is_the_worst_busy_time_of_a_window_smoothed() {
 }
 
 #[test]
-fn the_header_shows_the_cpu_the_driver_woke_on() {
+fn the_drivers_record_shows_the_cpu_it_woke_on() {
     let mut rig = Rig::new(Setup {
         chain: vec!["a"],
         ..Default::default()
@@ -257,7 +257,7 @@ fn the_header_shows_the_cpu_the_driver_woke_on() {
         only.set(cpu);
         rustix::thread::sched_setaffinity(None, &only).unwrap();
         rig.run(1);
-        assert_eq!(rig.view.header().driver_cpu(), cpu as u32);
+        assert_eq!(rig.view.record(0).unwrap().run_cpu(), cpu as u32);
     }
     rustix::thread::sched_setaffinity(None, &before).unwrap();
 }

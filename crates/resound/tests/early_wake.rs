@@ -9,6 +9,9 @@
 //! sleeps with a timer set before that client's expected release; after a
 //! short one, it sleeps until woken.
 //!
+//! A thread woken early spins only on another CPU than the one its
+//! upstream runs its cycle on; there it sleeps until released.
+//!
 //! Observed from outside, as a user would: the downstream client's process
 //! thread's state in /proc (running while it spins, sleeping otherwise)
 //! while the upstream client's callback is held on purpose. Under a
@@ -37,18 +40,6 @@ const FRAMES: u64 = 1024;
 const PERIOD_NS: u64 = FRAMES * 1_000_000_000 / 48_000;
 const MARGIN_NS: u64 = 1_000_000;
 
-/// The contents of `/proc/self/task/TID/{file}` for the thread of this
-/// process named `comm`.
-fn thread_file(comm: &str, file: &str) -> Option<String> {
-    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
-        if name.trim_end() == comm {
-            return std::fs::read_to_string(t.path().join(file)).ok();
-        }
-    }
-    None
-}
-
 /// The state letter (R, S, …) of the thread of this process named `comm`.
 fn thread_state(comm: &str) -> Option<char> {
     let stat = thread_file(comm, "stat")?;
@@ -75,12 +66,23 @@ fn a_into_b(
     (a, b)
 }
 
+/// a's and b's CPUs when they run apart.
+const APART: Option<(usize, usize)> = Some((0, 1));
+
+/// The one CPU both a's and b's threads are pinned to, to share it.
+const TOGETHER: Option<(usize, usize)> = Some((0, 0));
+
 /// Runs a → b on a server with `--early-wake early_us` and scheduling
-/// options `sched` (e.g. `-r`: no real-time scheduling), holds a's callback
-/// for [`HOLD`] once a has run short cycles for a while, and returns b's
+/// options `sched` (e.g. `-r`: no real-time scheduling), with a's and b's
+/// threads pinned to `cpus` (a's, b's) if given, holds a's callback for
+/// [`HOLD`] once a has run short cycles for a while, and returns b's
 /// thread states sampled meanwhile, each with the time since the hold was
 /// seen.
-fn states_of_b_while_a_holds(early_us: &str, sched: &[&str]) -> Vec<(Duration, char)> {
+fn states_of_b_while_a_holds(
+    early_us: &str,
+    sched: &[&str],
+    cpus: Option<(usize, usize)>,
+) -> Vec<(Duration, char)> {
     let _serial = one_at_a_time();
     let frames = FRAMES.to_string();
     let mut args = sched.to_vec();
@@ -101,6 +103,15 @@ fn states_of_b_while_a_holds(early_us: &str, sched: &[&str]) -> Vec<(Duration, c
         }
         Control::Continue
     });
+    if let Some((cpu_a, cpu_b)) = cpus {
+        wait_for(
+            "a's and b's process threads",
+            Duration::from_secs(5),
+            || thread_state("resound-rt:a").is_some() && thread_state("resound-rt:b").is_some(),
+        );
+        pin_thread("resound-rt:a", cpu_a);
+        pin_thread("resound-rt:b", cpu_b);
+    }
     // A slow spell of the machine during a hold (it was once seen stalled
     // 74 ms) leaves too few samples to judge; the hold is then tried again.
     for attempt in 1..=HOLD_ATTEMPTS {
@@ -168,7 +179,10 @@ fn sample_b_during_one_hold(
 
 #[test]
 fn a_short_upstream_wakes_its_downstream_as_it_starts() {
-    let states = states_of_b_while_a_holds(EARLY_WAKE_US, &["-r"]);
+    if !two_cpus_or_skip("a_short_upstream_wakes_its_downstream_as_it_starts") {
+        return;
+    }
+    let states = states_of_b_while_a_holds(EARLY_WAKE_US, &["-r"], APART);
     assert!(
         states.iter().any(|&(_, s)| s == 'R'),
         "b should spin (state R) while a runs, woken as a started: {states:?}"
@@ -184,12 +198,35 @@ fn a_short_upstream_wakes_its_downstream_as_it_starts() {
 
 #[test]
 fn without_early_wake_the_downstream_sleeps_until_released() {
-    let states = states_of_b_while_a_holds("0", &["-r"]);
+    let states = states_of_b_while_a_holds("0", &["-r"], None);
     assert!(
         states.iter().all(|&(_, s)| s == 'S'),
         "b should sleep until a releases its output: {states:?}"
     );
 }
+
+/// Woken early on the CPU a runs its cycle on, b would keep a from
+/// running while it spins (a SCHED_OTHER thread woken there preempts a):
+/// it sleeps until released instead, once it has run to see that (the
+/// first sample may find it there, within [`TO_SEE_AND_SLEEP`]).
+#[test]
+fn on_its_upstreams_cpu_the_downstream_sleeps_instead_of_spinning() {
+    let states = states_of_b_while_a_holds(EARLY_WAKE_US, &["-r"], TOGETHER);
+    let after: Vec<char> = states
+        .iter()
+        .filter(|&&(t, _)| t > TO_SEE_AND_SLEEP)
+        .map(|&(_, s)| s)
+        .collect();
+    assert!(after.len() >= 3, "too few samples: {states:?}");
+    assert!(
+        after.iter().all(|&s| s == 'S'),
+        "b, on a's CPU, should sleep until a releases its output: {states:?}"
+    );
+}
+
+/// Time enough for a thread woken early to run, look and go back to
+/// sleep, with a margin for sampling (a spin lasts the whole hold).
+const TO_SEE_AND_SLEEP: Duration = Duration::from_millis(1);
 
 /// Longest a spin can last under b's reservation here: its budget per
 /// cycle is at most the initial 10 % of the period plus an activation bump
@@ -202,7 +239,7 @@ fn under_a_reservation_the_spin_stops_within_the_budget() {
     if !deadline_or_skip("under_a_reservation_the_spin_stops_within_the_budget") {
         return;
     }
-    let states = states_of_b_while_a_holds(EARLY_WAKE_US, &["--sched", "deadline"]);
+    let states = states_of_b_while_a_holds(EARLY_WAKE_US, &["--sched", "deadline"], None);
     let late: Vec<char> = states
         .iter()
         .filter(|&&(t, _)| t > SPIN_UNDER_BUDGET)

@@ -161,14 +161,6 @@ pub struct ControlHeader {
     /// Readers: client process threads, before each sleep on the driver's
     /// done word (a wrong value changes only when that reader wakes).
     pub first_wake_timer: AtomicU32,
-    // ---- layout 10 ----
-    /// The CPU the driver thread woke on at the start of the current cycle
-    /// (its timer is armed there when it sleeps again, unless it migrated
-    /// during the cycle). Writer: driver, once per cycle, as soon as its
-    /// wait for the cycle's start returns. Readers: a client thread woken
-    /// early for the driver's release, which spins for it only on another
-    /// CPU (a wrong value changes only whether that reader spins).
-    pub driver_cpu: AtomicU32,
 }
 
 /// The timer fields of the current cycle, as the driver publishes them
@@ -190,21 +182,10 @@ pub struct Timer {
 }
 
 impl ControlHeader {
-    /// Writer side, the driver only: it woke on CPU `cpu`. Real-time safe.
-    pub fn mark_driver_cpu(&self, cpu: u32) {
-        self.driver_cpu.store(cpu, Ordering::Relaxed);
-    }
-
     /// The early wake-up bound (ns; 0: off; see `early_wake_us`).
     /// Real-time safe.
     pub fn early_wake_ns(&self) -> u64 {
         u64::from(self.early_wake_us.load(Ordering::Relaxed)) * 1000
-    }
-
-    /// The CPU the driver last woke on (its timer is armed there when it
-    /// sleeps, unless it migrated during its cycle). Real-time safe.
-    pub fn driver_cpu(&self) -> u32 {
-        self.driver_cpu.load(Ordering::Relaxed)
     }
 
     /// Slot `slot`'s reservation budget per audio cycle (µs; 0: none

@@ -68,7 +68,7 @@ use crate::{ActivationRecord, ClientEntry, Mailbox, PortEntry, TableHeader};
 /// `b"RESOUND\0"` as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"RESOUND\0");
 /// Layout version; bumped on any change of the structs below.
-pub const LAYOUT_VERSION: u32 = 11;
+pub const LAYOUT_VERSION: u32 = 12;
 /// Bytes reserved for the control header (one page).
 pub const HEADER_BYTES: usize = 4096;
 /// Alignment of each port buffer (bytes).

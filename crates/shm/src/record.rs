@@ -63,9 +63,11 @@ impl NodeStatus {
 /// Order within one cycle `k` of a node:
 ///
 /// ```text
-///   driver (cycle start)   release_ns; finished_cycle = k; done = k (release); wake
+///   driver (cycle start)   run_cpu; release_ns; finished_cycle = k;
+///                          done = k (release); wake
 ///   the node's thread      (finds every upstream done == k, acquire)
-///                          cycle = k; signal_ns; awake_ns; status = Running;
+///                          cycle = k; signal_ns; awake_ns; run_cpu;
+///                          status = Running;
 ///                          … process …; finish_ns; finished_cycle = k (release);
 ///                          status = Finished; release_ns; done = k (release);
 ///                          wake its downstream; cpu = (k, ns)
@@ -136,6 +138,16 @@ pub struct ActivationRecord {
     /// record that lies costs its owner its own wake-up (0) or the driver
     /// one syscall (1), nothing else.
     pub sleeps_on_driver: AtomicU32,
+    /// The CPU the owner's thread was on as it began its current cycle (a
+    /// client: when it found its inputs ready; the driver: when its wait
+    /// for the cycle's start returned). Writer: the owner, once per cycle,
+    /// before it releases anything for that cycle. Readers: a downstream
+    /// thread woken before this node released it, which spins for the
+    /// release only on another CPU: spinning on the owner's own CPU would
+    /// keep the owner from running (a SCHED_OTHER or reservation thread
+    /// woken there may preempt it). A wrong value changes only whether
+    /// that reader spins or sleeps.
+    pub run_cpu: AtomicU32,
     /// Last cycle the node completed (the driver: last cycle it started).
     /// Writer: the owner (release, after `finish_ns`). Reader: the driver
     /// (acquire), compared with the cycle it checks: anything else means
@@ -144,6 +156,18 @@ pub struct ActivationRecord {
 }
 
 impl ActivationRecord {
+    /// Writer side, the owner: it runs its current cycle on CPU `cpu`.
+    /// Real-time safe.
+    pub fn mark_run_cpu(&self, cpu: u32) {
+        self.run_cpu.store(cpu, Ordering::Relaxed);
+    }
+
+    /// The CPU the owner began its current cycle on (see
+    /// [`ActivationRecord::run_cpu`]). Real-time safe.
+    pub fn run_cpu(&self) -> u32 {
+        self.run_cpu.load(Ordering::Relaxed)
+    }
+
     /// Writer side: records `cpu_ns` as the CPU time used in `cycle`
     /// (saturated at u32::MAX ns, 4.3 s). Real-time safe.
     pub fn store_cpu(&self, cycle: u64, cpu_ns: u64) {

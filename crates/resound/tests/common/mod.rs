@@ -332,3 +332,50 @@ pub fn deadline_or_skip(test: &str) -> bool {
     eprintln!("SKIP {test}: {why}");
     false
 }
+
+/// The contents of `/proc/self/task/TID/{file}` for the thread of this
+/// process named `comm`.
+pub fn thread_file(comm: &str, file: &str) -> Option<String> {
+    for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let name = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if name.trim_end() == comm {
+            return std::fs::read_to_string(t.path().join(file)).ok();
+        }
+    }
+    None
+}
+
+/// Pins the thread of this process named `comm` to CPU `cpu`.
+pub fn pin_thread(comm: &str, cpu: usize) {
+    let stat = thread_file(comm, "stat").unwrap_or_else(|| panic!("no thread {comm}"));
+    let tid: i32 = stat.split_whitespace().next().unwrap().parse().unwrap();
+    let mut only: libc::cpu_set_t = unsafe {
+        // SAFETY: cpu_set_t is a plain bit array, valid all zero.
+        std::mem::zeroed()
+    };
+    // SAFETY: `only` is a live cpu_set_t and `cpu` is below CPU_SETSIZE
+    // (it comes from this machine's CPU count).
+    unsafe { libc::CPU_SET(cpu, &mut only) };
+    // SAFETY: `only` is a valid cpu_set_t of the size passed; `tid` names
+    // a thread of this process.
+    let rc = unsafe { libc::sched_setaffinity(tid, std::mem::size_of_val(&only), &only) };
+    assert_eq!(
+        rc,
+        0,
+        "pinning {comm} to CPU {cpu}: {}",
+        std::io::Error::last_os_error()
+    );
+}
+
+/// True if this machine has two CPUs or more; otherwise prints `SKIP
+/// test: why` (on stdout and stderr) and returns false.
+pub fn two_cpus_or_skip(test: &str) -> bool {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus >= 2 {
+        return true;
+    }
+    let why = format!("needs two CPUs, this machine has {cpus}");
+    println!("SKIP {test}: {why}");
+    eprintln!("SKIP {test}: {why}");
+    false
+}
