@@ -49,6 +49,7 @@ mod connection;
 mod control;
 mod error;
 mod graph;
+mod hold;
 mod metadata;
 mod notify;
 mod port;

@@ -7,6 +7,7 @@
 //! [`RtContext::ready`], which is thread initialisation.
 
 use crate::client::Inner;
+use crate::hold::{finished_late, hold_until, unread_downstream};
 use crate::scope::{silence_outputs, ProcessScope};
 use crate::wake_timer::{first_wake_at, hop_wake_at, last_run_ns, upstream_of, TimerLateness};
 use resound_shm::cycle::{mark_asleep_on_driver, next_step, release, Step};
@@ -78,6 +79,7 @@ pub(crate) fn process_thread(
         cpu_mark: 0,
         prewake: false,
         spun_for: None,
+        held_for: None,
         spun_ns: 0,
         work_ns: 0,
         ready_lag_ns: None,
@@ -153,6 +155,9 @@ pub struct RtContext {
     /// The driver's tag of the cycle this thread last spun in (at most one
     /// spin per cycle).
     spun_for: Option<u32>,
+    /// The driver's tag of the cycle this thread last held back for a
+    /// client it feeds (at most one hold per cycle; see [`crate::hold`]).
+    held_for: Option<u32>,
     /// Time spent spinning since `cpu_mark` (ns; all of it CPU time).
     spun_ns: u64,
     /// CPU time of its last cycle without the spinning (ns): what its own
@@ -288,6 +293,19 @@ impl RtContext {
             let next = assert_no_alloc::assert_no_alloc(|| self.poll(view, rec));
             let (word, seen) = match next {
                 Poll::Run(c) => return Some(c),
+                Poll::Hold(word, seen) => {
+                    let until = hold_until(monotonic_ns(), h.period_ns.load(Ordering::Relaxed));
+                    let words = [(&h.epoch, epoch), (&inner.rt_wake, woken), (word, seen)];
+                    // Woken while the word still holds `seen` (the
+                    // downstream thread's early wake-up of its own
+                    // downstream, as it begins the block): hold on.
+                    while words.iter().all(|(w, v)| w.load(Ordering::Acquire) == *v)
+                        && monotonic_ns() < until
+                    {
+                        futex::wait_any(&words, Some(until));
+                    }
+                    continue;
+                }
                 Poll::Sleep(word, seen) => (Some(word), seen),
                 Poll::Idle => (None, 0),
             };
@@ -458,6 +476,9 @@ impl RtContext {
         match next_step(view, &table, slot, &driver.done, started, self.last) {
             Step::Sleep(word, seen) => Poll::Sleep(word, seen),
             Step::Run { tag, signal_ns } => {
+                if let Some((word, seen)) = self.hold_for(view, &table, tag) {
+                    return Poll::Hold(word, seen);
+                }
                 self.last = Some(tag);
                 let c = begin_cycle(view, index, rec, tag, signal_ns);
                 let period = c.next_start_ns.saturating_sub(c.cycle_start_ns);
@@ -474,6 +495,26 @@ impl RtContext {
                 Poll::Run(c)
             }
         }
+    }
+
+    /// Before it runs cycle `tag`, if it finished its last block late: the
+    /// done word (and the value it holds) of a client this one feeds that
+    /// has not yet taken that block, to sleep on for a while
+    /// ([`crate::hold`]); at most once per cycle. Real-time safe.
+    fn hold_for<'v>(
+        &mut self,
+        view: &'v View,
+        table: &Table<'_>,
+        tag: u32,
+    ) -> Option<(&'v AtomicU32, u32)> {
+        let last = self.last.filter(|&l| l != tag)?;
+        let (me, driver) = (view.record(self.inner.slot)?, view.record(0)?);
+        if self.held_for == Some(tag) || !finished_late(me, driver) {
+            return None;
+        }
+        let unread = unread_downstream(view, table, self.inner.slot, last)?;
+        self.held_for = Some(tag);
+        Some(unread)
     }
 
     /// Freewheeling drops this thread's real-time scheduling, as jackd's
@@ -643,6 +684,9 @@ pub(crate) fn spin_until_changed(
 enum Poll<'v> {
     /// Run this cycle.
     Run(CycleInfo),
+    /// Before running a cycle, sleep a while on this done word of a client
+    /// downstream, which still holds this value ([`crate::hold`]).
+    Hold(&'v AtomicU32, u32),
     /// Sleep on this upstream done word, which still holds this value.
     Sleep(&'v AtomicU32, u32),
     /// Not in the graph: sleep until the graph or the client changes.

@@ -21,6 +21,44 @@ pub fn view_with_active_clients(caps: Capacities, frames: u32, active: u32) -> V
     v
 }
 
+/// As [`view_with_active_clients`], the active clients in a chain: slot 1
+/// fed by the driver, each next slot by the one before it. Non-real-time.
+pub fn view_with_chain(caps: Capacities, frames: u32, active: u32) -> View {
+    let v = view_with_active_clients(caps, frames, active);
+    let edges: Vec<u32> = (0..active).collect();
+    let order: Vec<u32> = (1..=active).collect();
+    let h = v.header();
+    let next = switch::begin_write(&h.switch);
+    {
+        // SAFETY: the view was created just above, in this call, and no
+        // other thread has it: this is its single graph writer; `next` is
+        // the inactive table begin_write handed out, which no reader looks
+        // at before end_write + try_switch below.
+        let mut t = unsafe { v.table_mut(next) };
+        for slot in 1..=active {
+            let mut c = empty_client();
+            c.state = client_state::ACTIVE;
+            c.up_start = slot - 1;
+            c.up_count = 1;
+            c.order = slot - 1;
+            t.set_client(slot, &c);
+        }
+        t.set_arrays(&[], &edges, &order);
+        t.set_header(TableHeader {
+            version: 2,
+            client_hw: active + 1,
+            port_hw: 0,
+            n_sources: 0,
+            n_edges: active,
+            n_order: active,
+            _pad: 0,
+        });
+    }
+    switch::end_write(&h.switch);
+    switch::try_switch(&h.switch);
+    v
+}
+
 /// Publishes a table in which client slot `i + 1` is in `states[i]` (a
 /// [`client_state`] value) and the clients end there (no ports, no edges),
 /// and makes it the current one. Non-real-time.
@@ -74,5 +112,21 @@ mod tests {
         assert_eq!(t.client_state(1), client_state::ACTIVE);
         assert_eq!(t.client_state(2), client_state::ACTIVE);
         assert!(v.record(3).is_some(), "every slot has its node segment");
+    }
+
+    #[test]
+    fn a_chain_feeds_each_client_from_the_one_before() {
+        let caps = Capacities {
+            max_clients: 4,
+            max_ports: 4,
+            max_connections: 4,
+            max_frames: 256,
+        };
+        let v = view_with_chain(caps, 128, 3);
+        let t = v.table(v.current_index());
+        assert_eq!(t.client_hw(), 4);
+        let ups: Vec<Vec<u32>> = (1..=3).map(|s| t.ups(s).collect()).collect();
+        assert_eq!(ups, [vec![0], vec![1], vec![2]]);
+        assert_eq!(t.client_state(3), client_state::ACTIVE);
     }
 }
