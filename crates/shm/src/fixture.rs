@@ -3,7 +3,7 @@
 //! real server (it owns every node segment); hidden from the docs.
 
 use crate::sync::switch;
-use crate::{client_state, empty_client, Capacities, TableHeader, View};
+use crate::{client_state, empty_client, Capacities, ClientEntry, TableHeader, View};
 
 /// A sync view at 48 kHz and `frames` per period with `caps`, a node
 /// segment of its own for every client slot, and a published table in
@@ -25,37 +25,20 @@ pub fn view_with_active_clients(caps: Capacities, frames: u32, active: u32) -> V
 /// fed by the driver, each next slot by the one before it. Non-real-time.
 pub fn view_with_chain(caps: Capacities, frames: u32, active: u32) -> View {
     let v = view_with_active_clients(caps, frames, active);
+    let clients: Vec<ClientEntry> = (1..=active)
+        .map(|slot| ClientEntry {
+            state: client_state::ACTIVE,
+            up_start: slot - 1,
+            up_count: 1,
+            order: slot - 1,
+            ..empty_client()
+        })
+        .collect();
     let edges: Vec<u32> = (0..active).collect();
     let order: Vec<u32> = (1..=active).collect();
-    let h = v.header();
-    let next = switch::begin_write(&h.switch);
-    {
-        // SAFETY: the view was created just above, in this call, and no
-        // other thread has it: this is its single graph writer; `next` is
-        // the inactive table begin_write handed out, which no reader looks
-        // at before end_write + try_switch below.
-        let mut t = unsafe { v.table_mut(next) };
-        for slot in 1..=active {
-            let mut c = empty_client();
-            c.state = client_state::ACTIVE;
-            c.up_start = slot - 1;
-            c.up_count = 1;
-            c.order = slot - 1;
-            t.set_client(slot, &c);
-        }
-        t.set_arrays(&[], &edges, &order);
-        t.set_header(TableHeader {
-            version: 2,
-            client_hw: active + 1,
-            port_hw: 0,
-            n_sources: 0,
-            n_edges: active,
-            n_order: active,
-            _pad: 0,
-        });
-    }
-    switch::end_write(&h.switch);
-    switch::try_switch(&h.switch);
+    // SAFETY: the view was created just above, in this call, and no other
+    // thread has it: this is its single graph writer.
+    unsafe { publish(&v, &clients, &edges, &order) };
     v
 }
 
@@ -68,25 +51,45 @@ pub fn view_with_chain(caps: Capacities, frames: u32, active: u32) -> View {
 /// [`View::table_mut`]): a test's or fuzz target's own view, which no
 /// server writes.
 pub unsafe fn publish_client_states(v: &View, states: &[u32]) {
+    let clients: Vec<ClientEntry> = states
+        .iter()
+        .map(|&state| ClientEntry {
+            state,
+            ..empty_client()
+        })
+        .collect();
+    // SAFETY: the caller is the single graph writer (this function's
+    // contract, which is publish's).
+    unsafe { publish(v, &clients, &[], &[]) };
+}
+
+/// Publishes a table in which client slot `i + 1` is `clients[i]`, with
+/// these edges and activation order (no ports), and makes it the current
+/// one. Non-real-time.
+///
+/// # Safety
+/// As [`publish_client_states`]: the caller is the single graph writer of
+/// `v`.
+unsafe fn publish(v: &View, clients: &[ClientEntry], edges: &[u32], order: &[u32]) {
     let h = v.header();
+    let version = v.table(v.current_index()).version() + 1;
     let next = switch::begin_write(&h.switch);
     {
         // SAFETY: the caller is the single graph writer (this function's
         // contract), and `next` is the inactive table begin_write handed
         // out, which no reader looks at before end_write + try_switch below.
         let mut t = unsafe { v.table_mut(next) };
-        for (slot, &state) in (1u32..).zip(states) {
-            let mut c = empty_client();
-            c.state = state;
-            t.set_client(slot, &c);
+        for (slot, c) in (1u32..).zip(clients) {
+            t.set_client(slot, c);
         }
+        t.set_arrays(&[], edges, order);
         t.set_header(TableHeader {
-            version: 1,
-            client_hw: states.len() as u32 + 1,
+            version,
+            client_hw: clients.len() as u32 + 1,
             port_hw: 0,
             n_sources: 0,
-            n_edges: 0,
-            n_order: 0,
+            n_edges: edges.len() as u32,
+            n_order: order.len() as u32,
             _pad: 0,
         });
     }
