@@ -34,8 +34,7 @@ fn has_alsa_driver(test: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
-        println!("SKIP {test}: this resoundd has no ALSA driver (-d alsa)");
-        eprintln!("SKIP {test}: this resoundd has no ALSA driver (-d alsa)");
+        common::say_skipped(test, "this resoundd has no ALSA driver (-d alsa)");
     }
     ok
 }

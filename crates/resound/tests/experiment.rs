@@ -97,11 +97,7 @@ fn prerequisites(test: &str) -> bool {
         skip_missing_tool(test, "no C compiler (cc)");
         return false;
     }
-    if !resound_sched::deadline_permitted() {
-        println!("SKIP {test}: SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)");
-        return false;
-    }
-    true
+    deadline_or_skip(test)
 }
 
 /// `resound experiment run FILE --out DIR`, waited for.

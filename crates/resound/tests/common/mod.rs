@@ -243,6 +243,12 @@ pub fn skip_missing_tool(test: &str, why: &str) {
     if std::env::var_os("RESOUND_REQUIRE_TEST_TOOLS").is_some_and(|v| v == "1") {
         panic!("{test}: {why}, but scripts/test.sh should have installed it");
     }
+    say_skipped(test, why);
+}
+
+/// Prints `SKIP test: why` on stdout and stderr, so that it shows with and
+/// without `--nocapture`.
+pub fn say_skipped(test: &str, why: &str) {
     println!("SKIP {test}: {why}");
     eprintln!("SKIP {test}: {why}");
 }
@@ -308,28 +314,29 @@ pub fn call_with_fd(
     }
 }
 
-/// True when this process may use SCHED_FIFO; otherwise prints `SKIP test:
-/// why` (on stdout and stderr, as [`deadline_or_skip`]) and returns false.
+/// True when this process may use SCHED_FIFO; otherwise says why the test
+/// is skipped ([`say_skipped`]) and returns false.
 pub fn fifo_or_skip(test: &str) -> bool {
     if can_fifo() {
         return true;
     }
-    let why = "SCHED_FIFO is not permitted for this user (needs CAP_SYS_NICE or an RLIMIT_RTPRIO)";
-    println!("SKIP {test}: {why}");
-    eprintln!("SKIP {test}: {why}");
+    say_skipped(
+        test,
+        "SCHED_FIFO is not permitted for this user (needs CAP_SYS_NICE or an RLIMIT_RTPRIO)",
+    );
     false
 }
 
-/// True when this process may use SCHED_DEADLINE; otherwise prints `SKIP
-/// test: why` (on stdout and stderr, so it shows with and without
-/// `--nocapture`) and returns false.
+/// True when this process may use SCHED_DEADLINE; otherwise says why the
+/// test is skipped ([`say_skipped`]) and returns false.
 pub fn deadline_or_skip(test: &str) -> bool {
     if resound_sched::deadline_permitted() {
         return true;
     }
-    let why = "SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)";
-    println!("SKIP {test}: {why}");
-    eprintln!("SKIP {test}: {why}");
+    say_skipped(
+        test,
+        "SCHED_DEADLINE is not permitted for this user (needs CAP_SYS_NICE)",
+    );
     false
 }
 
@@ -367,15 +374,13 @@ pub fn pin_thread(comm: &str, cpu: usize) {
     );
 }
 
-/// True if this machine has two CPUs or more; otherwise prints `SKIP
-/// test: why` (on stdout and stderr) and returns false.
+/// True if this machine has two CPUs or more; otherwise says why the test
+/// is skipped ([`say_skipped`]) and returns false.
 pub fn two_cpus_or_skip(test: &str) -> bool {
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     if cpus >= 2 {
         return true;
     }
-    let why = format!("needs two CPUs, this machine has {cpus}");
-    println!("SKIP {test}: {why}");
-    eprintln!("SKIP {test}: {why}");
+    say_skipped(test, &format!("needs two CPUs, this machine has {cpus}"));
     false
 }
