@@ -476,7 +476,8 @@ impl RtContext {
         match next_step(view, &table, slot, &driver.done, started, self.last) {
             Step::Sleep(word, seen) => Poll::Sleep(word, seen),
             Step::Run { tag, signal_ns } => {
-                if let Some((word, seen)) = self.hold_for(view, &table, tag) {
+                let late = finished_late(rec, driver);
+                if let Some((word, seen)) = self.hold_for(view, &table, tag, late) {
                     return Poll::Hold(word, seen);
                 }
                 self.last = Some(tag);
@@ -497,19 +498,19 @@ impl RtContext {
         }
     }
 
-    /// Before it runs cycle `tag`, if it finished its last block late: the
-    /// done word (and the value it holds) of a client this one feeds that
-    /// has not yet taken that block, to sleep on for a while
-    /// ([`crate::hold`]); at most once per cycle. Real-time safe.
+    /// Before it runs cycle `tag`, if it finished its last block late
+    /// (`finished_late`): the done word (and the value it holds) of a client
+    /// this one feeds that has not yet taken that block, to sleep on for a
+    /// while ([`crate::hold`]); at most once per cycle. Real-time safe.
     fn hold_for<'v>(
         &mut self,
         view: &'v View,
         table: &Table<'_>,
         tag: u32,
+        finished_late: bool,
     ) -> Option<(&'v AtomicU32, u32)> {
         let last = self.last.filter(|&l| l != tag)?;
-        let (me, driver) = (view.record(self.inner.slot)?, view.record(0)?);
-        if self.held_for == Some(tag) || !finished_late(me, driver) {
+        if self.held_for == Some(tag) || !finished_late {
             return None;
         }
         let unread = unread_downstream(view, table, self.inner.slot, last)?;
