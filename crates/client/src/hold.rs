@@ -64,18 +64,11 @@ pub(crate) fn hold_until(now_ns: u64, period_ns: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use resound_shm::fixture::view_with_chain;
-    use resound_shm::Capacities;
+    use resound_shm::fixture::{view_with_chain, SMALL_CAPS};
 
     /// Driver → 1 → 2 → 3.
     fn chain() -> View {
-        let caps = Capacities {
-            max_clients: 8,
-            max_ports: 8,
-            max_connections: 8,
-            max_frames: 256,
-        };
-        view_with_chain(caps, 128, 3)
+        view_with_chain(SMALL_CAPS, 128, 3)
     }
 
     fn set_done(v: &View, slot: u32, tag: u32) {

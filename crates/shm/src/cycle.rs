@@ -403,17 +403,9 @@ pub fn midi_input_buffer(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Capacities;
-
     /// A view with `n` active clients in slots 1..=n.
     fn view_with_clients(n: u32) -> View {
-        let caps = Capacities {
-            max_clients: 8,
-            max_ports: 8,
-            max_connections: 8,
-            max_frames: 256,
-        };
-        crate::fixture::view_with_active_clients(caps, 128, n)
+        crate::fixture::view_with_active_clients(crate::fixture::SMALL_CAPS, 128, n)
     }
 
     #[test]

@@ -5,6 +5,15 @@
 use crate::sync::switch;
 use crate::{client_state, empty_client, Capacities, ClientEntry, TableHeader, View};
 
+/// Capacities small enough for unit tests: 8 node slots (the driver's
+/// and 7 clients'), 8 ports and connections, 256 frames.
+pub const SMALL_CAPS: Capacities = Capacities {
+    max_clients: 8,
+    max_ports: 8,
+    max_connections: 8,
+    max_frames: 256,
+};
+
 /// A sync view at 48 kHz and `frames` per period with `caps`, a node
 /// segment of its own for every client slot, and a published table in
 /// which the clients of slots `1..=active` are active (no ports, no
@@ -103,13 +112,7 @@ mod tests {
 
     #[test]
     fn the_active_clients_are_in_the_current_table_and_own_their_records() {
-        let caps = Capacities {
-            max_clients: 4,
-            max_ports: 4,
-            max_connections: 4,
-            max_frames: 256,
-        };
-        let v = view_with_active_clients(caps, 128, 2);
+        let v = view_with_active_clients(SMALL_CAPS, 128, 2);
         let t = v.table(v.current_index());
         assert_eq!(t.client_hw(), 3);
         assert_eq!(t.client_state(1), client_state::ACTIVE);
@@ -119,13 +122,7 @@ mod tests {
 
     #[test]
     fn a_chain_feeds_each_client_from_the_one_before() {
-        let caps = Capacities {
-            max_clients: 4,
-            max_ports: 4,
-            max_connections: 4,
-            max_frames: 256,
-        };
-        let v = view_with_chain(caps, 128, 3);
+        let v = view_with_chain(SMALL_CAPS, 128, 3);
         let t = v.table(v.current_index());
         assert_eq!(t.client_hw(), 4);
         let ups: Vec<Vec<u32>> = (1..=3).map(|s| t.ups(s).collect()).collect();
