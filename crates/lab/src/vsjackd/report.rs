@@ -1,6 +1,7 @@
 //! The bench's outputs: a table per load (each server's median over runs,
 //! and resound ÷ jackd2 with its spread over the runs, run i of resound over
-//! run i of jackd2; counts are totals), `runs.csv` and `runs.json` with every run's numbers.
+//! run i of jackd2; counts are totals, with the runs that counted fewer and
+//! more than jackd2's), `runs.csv` and `runs.json` with every run's numbers.
 //! Runs on the bench's main thread.
 
 use super::metrics::{RunMetrics, METRICS};
@@ -77,6 +78,28 @@ fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) 
     }
 }
 
+/// For a count: in how many runs the server labelled `label` counted fewer
+/// and more than the jackd2 run just before it (runs with equal counts make
+/// up the rest). Counts come in episodes (a slow phase of the machine gives
+/// tens of late cycles at once), so a total can hang on one run; this says
+/// whether a difference holds run by run.
+fn count_pairs(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) -> String {
+    let ours = values(rs, load, label, get);
+    let theirs = values(rs, load, JACKD_LABEL, get);
+    let (mut fewer, mut more) = (0, 0);
+    for (run, x) in &ours {
+        let Some((_, y)) = theirs.iter().find(|t| t.0 == *run) else {
+            continue;
+        };
+        if x < y {
+            fewer += 1;
+        } else if x > y {
+            more += 1;
+        }
+    }
+    format!("{fewer} fewer, {more} more")
+}
+
 fn cell(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.1}")
@@ -115,7 +138,7 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
             line += &format!(" {shown:>w$}", w = width(k));
             if !k.is_jackd() && with_jackd {
                 let r = if m.count {
-                    "-".into()
+                    count_pairs(rs, load, &k.label, m.get)
                 } else {
                     ratio(rs, load, &k.label, m.get)
                 };
@@ -124,6 +147,9 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
         }
         o += &line;
         o += "\n";
+    }
+    if with_jackd {
+        o += "  counts: totals over the runs; beside them, in how many runs the server counted fewer and more than the jackd2 run before it\n";
     }
     for k in contenders.iter().filter(|k| !k.options.is_empty()) {
         o += &format!("  {}: resoundd {}\n", k.label, k.options.join(" "));
@@ -246,6 +272,38 @@ mod tests {
         assert!(eoc.contains("130.0") && eoc.contains("1.30"), "{t}");
         assert!(
             t.contains("resound-nolight: resoundd --light-deadline 100"),
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn a_count_is_compared_run_by_run() {
+        let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
+        let lost = |load, run_i, server: &Contender, n| {
+            let mut r = run(load, run_i, server, 1.0);
+            if let Ok(m) = &mut r.metrics {
+                m.lost = n;
+            }
+            r
+        };
+        let rs = vec![
+            lost(1.0, 0, &jackd, 3),
+            lost(1.0, 0, &fifo, 9),
+            lost(1.0, 1, &jackd, 2),
+            lost(1.0, 1, &fifo, 0),
+            lost(1.0, 2, &jackd, 4),
+            lost(1.0, 2, &fifo, 1),
+            lost(1.0, 3, &jackd, 0),
+            lost(1.0, 3, &fifo, 0),
+        ];
+        assert_eq!(
+            count_pairs(&rs, 1.0, "resound-fifo", |m| m.lost as f64),
+            "2 fewer, 1 more"
+        );
+        let t = table(&rs, 1.0, &[jackd, fifo], "head");
+        let row = t.lines().find(|l| l.starts_with("lost blocks")).unwrap();
+        assert!(
+            row.contains(" 9 ") && row.contains("10") && row.contains("2 fewer, 1 more"),
             "{t}"
         );
     }
