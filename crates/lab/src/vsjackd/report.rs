@@ -52,17 +52,29 @@ fn values(
         .collect()
 }
 
-/// The median and the min–max of the per-run ratios of the server labelled
-/// `label` to jackd2 (run i over run i: the runs alternate, so each pair
-/// saw the same machine).
-fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) -> String {
-    let ours = values(rs, load, label, get);
+/// Each run of the server labelled `label` at `load` beside jackd2's run
+/// with the same index, as (its value, jackd2's): the runs alternate, so
+/// each pair saw the same machine.
+fn paired(
+    rs: &[RunResult],
+    load: f64,
+    label: &str,
+    get: fn(&RunMetrics) -> f64,
+) -> Vec<(f64, f64)> {
     let theirs = values(rs, load, JACKD_LABEL, get);
-    let per_run: Vec<f64> = ours
-        .iter()
-        .filter_map(|(run, x)| {
-            let y = theirs.iter().find(|t| t.0 == *run)?.1;
-            (y > 0.0 && *x >= 0.0 && x.is_finite() && y.is_finite()).then_some(x / y)
+    values(rs, load, label, get)
+        .into_iter()
+        .filter_map(|(run, x)| Some((x, theirs.iter().find(|t| t.0 == run)?.1)))
+        .collect()
+}
+
+/// The median and the min–max of the per-run ratios of the server labelled
+/// `label` to jackd2 (run i over run i, [`paired`]).
+fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) -> String {
+    let per_run: Vec<f64> = paired(rs, load, label, get)
+        .into_iter()
+        .filter_map(|(x, y)| {
+            (y > 0.0 && x >= 0.0 && x.is_finite() && y.is_finite()).then_some(x / y)
         })
         .collect();
     if per_run.is_empty() {
@@ -84,19 +96,9 @@ fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) 
 /// tens of late cycles at once), so a total can hang on one run; this says
 /// whether a difference holds run by run.
 fn count_pairs(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) -> String {
-    let ours = values(rs, load, label, get);
-    let theirs = values(rs, load, JACKD_LABEL, get);
-    let (mut fewer, mut more) = (0, 0);
-    for (run, x) in &ours {
-        let Some((_, y)) = theirs.iter().find(|t| t.0 == *run) else {
-            continue;
-        };
-        if x < y {
-            fewer += 1;
-        } else if x > y {
-            more += 1;
-        }
-    }
+    let pairs = paired(rs, load, label, get);
+    let fewer = pairs.iter().filter(|(x, y)| x < y).count();
+    let more = pairs.iter().filter(|(x, y)| x > y).count();
     format!("{fewer} fewer, {more} more")
 }
 
@@ -109,7 +111,7 @@ fn cell(v: f64) -> String {
 }
 
 /// The table for one load: a column per server, and after each resound one
-/// its ratio to jackd2 when jackd2 ran.
+/// its ratio to jackd2 (for a count, [`count_pairs`]) when jackd2 ran.
 pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) -> String {
     let with_jackd = contenders.iter().any(Contender::is_jackd);
     let width = |k: &Contender| k.label.len().max(16);
