@@ -111,7 +111,8 @@ fn cell(v: f64) -> String {
 }
 
 /// The table for one load: a column per server, and after each resound one
-/// its ratio to jackd2 (for a count, [`count_pairs`]) when jackd2 ran.
+/// its ratio to jackd2 (for a count, the runs with fewer and more: `count_pairs`)
+/// when jackd2 ran.
 pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) -> String {
     let with_jackd = contenders.iter().any(Contender::is_jackd);
     let width = |k: &Contender| k.label.len().max(16);
