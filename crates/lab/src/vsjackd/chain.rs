@@ -64,6 +64,8 @@ pub struct RunData {
     pub clients: Vec<ClientRecords>,
     /// The measured window (CLOCK_MONOTONIC ns).
     pub window_ns: (u64, u64),
+    /// The audio period (ns).
+    pub period_ns: u64,
     /// The driver thread.
     pub driver: DriverThread,
     /// Its CPU time over the untraced window before the measured one.
@@ -257,6 +259,7 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     Ok(RunData {
         clients,
         window_ns: (t0, t1),
+        period_ns,
         driver,
         untraced,
         traced,

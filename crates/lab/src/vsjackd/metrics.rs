@@ -40,6 +40,15 @@ pub struct RunMetrics {
     pub lost_rewritten: u64,
     /// The server's xruns in the window, as the last client's xrun callback counted them.
     pub xruns: u64,
+    /// Client cycles (any client's, in the window's cycles) that took
+    /// longer than a period from the wake-up to the return of the signal
+    /// call (`jack_cycle_signal`), for work that takes a share of it: the
+    /// thread was held meanwhile (a stall of its CPU, a
+    /// preemption, or under a reservation the throttle that collects what
+    /// a stall charged to it). Alike on every server, from the clients'
+    /// clocks; it tells the losses that come from held clients from those
+    /// of an activation rule.
+    pub held_runs: u64,
     /// Cycles whose last client returned after the driver's next traced
     /// wake-up: late by the rule every server checks (is the graph done
     /// when the next cycle begins), measured alike on every server from
@@ -123,7 +132,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
     let (mut wake_cpu, mut signal, mut stamp) = (Vec::new(), Vec::new(), Vec::new());
     let (mut drv_wake, mut drv_eoc) = (Vec::new(), Vec::new());
     let drv: Vec<u64> = d.driver_wakes.iter().map(|c| c.wake_ns).collect();
-    let (mut lost, mut lost_rewritten, mut late_chains) = (0, 0, 0);
+    let (mut lost, mut lost_rewritten, mut late_chains, mut held_runs) = (0, 0, 0, 0);
     for r1 in &firsts {
         first_wake.push(diff(r1.wake, r1.start));
         // The driver's wake-up that began this cycle: the last one before
@@ -146,6 +155,9 @@ pub fn compute(d: &RunData) -> RunMetrics {
         for r in chain.iter().flatten() {
             wake_cpu.push(r.wait_cpu as i64);
             signal.push(diff(r.sig, r.ret));
+            if r.sig.saturating_sub(r.wake) > d.period_ns {
+                held_runs += 1;
+            }
         }
         match chain.last().copied().flatten() {
             Some(rl) => {
@@ -194,6 +206,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         lost_rewritten,
         xruns,
         late_chains,
+        held_runs,
         driver_cpu: per_cycle(d.untraced.cpu_ns, untraced_cycles) / 1000.0,
         driver_runs: per_cycle(d.untraced.runs, untraced_cycles),
         driver_cpu_traced: per_cycle(d.traced.cpu_ns, cycles) / 1000.0,
@@ -301,6 +314,9 @@ pub const METRICS: &[Metric] = &[
         "chain done after next driver wake (total)",
         |m| m.late_chains as f64,
     ),
+    count("held_runs", "client runs over a period (total)", |m| {
+        m.held_runs as f64
+    }),
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
         m.driver_cpu
     }),
@@ -377,12 +393,13 @@ mod tests {
             .collect()
     }
 
-    /// A run of these clients' records over `window_ns`, with no driver
-    /// CPU time and no traced driver wake-up.
+    /// A run of these clients' records over `window_ns`, periods of 1 ms,
+    /// with no driver CPU time and no traced driver wake-up.
     fn run_data(clients: Vec<ClientRecords>, window_ns: (u64, u64)) -> RunData {
         RunData {
             clients,
             window_ns,
+            period_ns: 1_000_000,
             driver: DriverThread {
                 tid: 1,
                 comm: "x".into(),
@@ -516,6 +533,23 @@ mod tests {
         let mut untraced_after = d;
         untraced_after.driver_wakes.truncate(2);
         assert_eq!(compute(&untraced_after).late_chains, 0);
+    }
+
+    #[test]
+    fn a_client_run_longer_than_a_period_counts_as_held() {
+        let p = 1_000_000;
+        let c1 = first_client(3, p);
+        // From its wake-up to its signal call's return (1 µs after its
+        // body's), c2 runs block 1 for a period and 1 µs, block 2 for a
+        // period exactly.
+        let c2 = records(vec![
+            rec(0, 70_000, 90_000, 50_000, false),
+            rec(p, p + 70_000, 2 * p + 70_000, p + 50_000, false),
+            rec(2 * p, 2 * p + 80_000, 3 * p + 79_000, 2 * p + 50_000, false),
+        ]);
+        let m = compute(&run_data(vec![c1, c2], (0, 2 * p + 60_000)));
+        assert_eq!(m.held_runs, 1);
+        assert_eq!(m.lost, 0);
     }
 
     #[test]
