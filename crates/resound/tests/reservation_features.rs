@@ -8,14 +8,10 @@
 mod common;
 use common::*;
 use resound_client::prelude::*;
-use resound_protocol::wire::{ReservationStatus, Status};
+use resound_protocol::wire::ReservationStatus;
 use resound_sched::Policy;
 use std::path::PathBuf;
 use std::time::Duration;
-
-fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
-    st.reservations.iter().find(|r| r.name == name)
-}
 
 /// The reservation period the kernel has for `tid` (ns).
 fn kernel_period(tid: i32) -> u64 {

@@ -4,13 +4,9 @@
 mod common;
 use common::*;
 use resound_client::prelude::*;
-use resound_protocol::wire::{ReservationStatus, Status};
+use resound_protocol::wire::ReservationStatus;
 use resound_sched::Policy;
 use std::time::Duration;
-
-fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
-    st.reservations.iter().find(|r| r.name == name)
-}
 
 /// The kernel's reservation of `name`'s thread is the one `resound status`
 /// shows. The controller may move a budget between the two reads, so a

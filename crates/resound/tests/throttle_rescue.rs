@@ -11,13 +11,8 @@
 
 mod common;
 use common::*;
-use resound_protocol::wire::{ReservationStatus, Status};
 use resound_sched::Policy;
 use std::time::Duration;
-
-fn res<'a>(st: &'a Status, name: &str) -> Option<&'a ReservationStatus> {
-    st.reservations.iter().find(|r| r.name == name)
-}
 
 /// A server without reclaiming (so the overrun is throttled, not let
 /// through on idle bandwidth) nor eviction, and extra `args`, with one client busy 5 %

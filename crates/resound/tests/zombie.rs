@@ -256,7 +256,7 @@ fn no_evict_keeps_the_late_client_in_the_cycle_and_the_log_short() {
     // finishes (the staller finishes one a second), not at every late cycle
     // (which would pile its budget up to the maximum and hold that much of
     // the CPUs for nothing): the grant and about three bumps.
-    match st.reservations.iter().find(|r| r.name == "staller") {
+    match res(&st, "staller") {
         Some(r) if r.policy.starts_with("SCHED_DEADLINE") => assert!(
             r.updates <= 6 && r.budget_ns < st.buffer_frames as u64 * 1_000_000_000 / 48_000 / 2,
             "{} xruns, {r:?}",

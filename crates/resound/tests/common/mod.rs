@@ -17,6 +17,11 @@ pub const RESOUNDD: &str = env!("CARGO_BIN_EXE_resoundd");
 pub const TOOL: &str = env!("CARGO_BIN_EXE_resound-tool");
 pub const RESOUND: &str = env!("CARGO_BIN_EXE_resound");
 
+/// The reservation row of the client (or thread) `name` in a status.
+pub fn res<'a>(st: &'a Status, name: &str) -> Option<&'a wire::ReservationStatus> {
+    st.reservations.iter().find(|r| r.name == name)
+}
+
 /// Serialises the tests of one test file that start servers or measure a
 /// program's timing: each server may reserve up to the kernel's
 /// SCHED_DEADLINE capacity from its own ledger, so two at once make the
