@@ -133,8 +133,9 @@ pub struct ServerArgs {
     /// Early wake-up (µs; 0 turns it off): a client whose last cycle took
     /// less than US wakes the clients after it as it starts a cycle, so that
     /// their wake-up overlaps its work, and they spin (at most US, and only
-    /// on another CPU than that client's) for its output. Each hop then costs a few µs instead of a wake-up latency,
-    /// for some CPU time spent spinning. Under a reservation the spinning
+    /// on another CPU than that client's) for its output. Each hop then
+    /// costs a few µs instead of a wake-up latency, for some CPU time spent
+    /// spinning. Under a reservation the spinning
     /// is charged to the client's budget, so a client spins at most half
     /// of what its budget leaves over its own work (see
     /// docs/architecture.md). Default: 100.
