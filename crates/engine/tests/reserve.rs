@@ -165,9 +165,13 @@ fn a_refused_raise_is_not_asked_again_every_cycle() {
     assert!(granted > 0);
     rig.drain();
     // Late after finishing the cycle before, 20 times: 20 bumps wanted.
+    // Stuck through the look-back that finds it late, then on time: as
+    // a real client, it finishes the cycle it was stuck in, late, before
+    // the next look-back (a client stuck for one cycle only would finish
+    // it before the driver judges it, and never be late).
     for _ in 0..20 {
         rig.play("a", Play::Stuck);
-        rig.run(1);
+        rig.run(2);
         rig.play("a", Play::OnTime);
         rig.run(1);
     }

@@ -157,50 +157,79 @@ fn publish(view: &View, graph: &Graph) {
     unsafe { graph.compile().write_next_table(view) };
 }
 
-/// Plays every client of the current cycle whose inputs are ready, as its
-/// process thread would, until none can progress.
+/// Plays every client of the cycle the driver released last whose inputs
+/// are ready, as its process thread would, until none can progress; a
+/// client stuck in an earlier cycle that may go on finishes it first, late.
 fn play_clients(view: &View, clock: &SimClock, clients: &mut Clients) {
     let h = view.header();
-    let cycle = h.cycle.load(Ordering::Acquire);
+    let Some(driver) = view.record(0) else { return };
+    let cycle = driver.finished_cycle.load(Ordering::Acquire);
     let cur = switch::cur(h.switch.load(Ordering::Acquire));
     let table = view.table(cur);
     loop {
         let mut progressed = false;
         for slot in 1..table.client_hw() {
             let Some(r) = view.record(slot) else { continue };
+            if table.client_state(slot) != client_state::ACTIVE {
+                continue;
+            }
+            progressed |= finish_late(view, clock, clients, slot);
             let ran = r.cycle.load(Ordering::Acquire) == cycle;
             let ready = matches!(
                 readiness(view, &table, slot, cycle as u32),
                 Readiness::Ready { .. }
             );
-            if table.client_state(slot) != client_state::ACTIVE || ran || !ready {
+            if ran || !ready {
                 continue;
             }
             r.cycle.store(cycle, Ordering::Relaxed);
             r.awake_ns.store(clock.now_ns(), Ordering::Relaxed);
             r.status
                 .store(NodeStatus::Running as u32, Ordering::Release);
-            match clients.play.get(&slot) {
-                Some(Play::Stuck) => continue,
-                Some(Play::Busy(ns)) => clock.advance(*ns),
-                _ => {}
-            }
-            if slot == clients.a_slot {
-                process_a(view, clients, cycle);
-            }
-            // As RtContext::finish does.
-            r.finish_ns.store(clock.now_ns(), Ordering::Relaxed);
-            r.finished_cycle.store(cycle, Ordering::Release);
-            r.status
-                .store(NodeStatus::Finished as u32, Ordering::Release);
-            release(r, cycle);
-            r.store_cpu(cycle, 1_000);
-            progressed = true;
+            progressed |= run_block(view, clock, clients, slot, cycle);
         }
         if !progressed {
             break;
         }
     }
+}
+
+/// A client woken for a cycle it has not finished, no longer stuck,
+/// finishes it now (late). Returns whether it did.
+fn finish_late(view: &View, clock: &SimClock, clients: &mut Clients, slot: u32) -> bool {
+    let Some(r) = view.record(slot) else {
+        return false;
+    };
+    let cycle = r.cycle.load(Ordering::Acquire);
+    let running = r.status.load(Ordering::Acquire) == NodeStatus::Running as u32;
+    if !running || cycle == 0 || r.finished_cycle.load(Ordering::Acquire) == cycle {
+        return false;
+    }
+    run_block(view, clock, clients, slot, cycle)
+}
+
+/// Slot `slot`, woken for `cycle`, does its block as it plays; returns
+/// whether it finished it.
+fn run_block(view: &View, clock: &SimClock, clients: &mut Clients, slot: u32, cycle: u64) -> bool {
+    let Some(r) = view.record(slot) else {
+        return false;
+    };
+    match clients.play.get(&slot) {
+        Some(Play::Stuck) => return false,
+        Some(Play::Busy(ns)) => clock.advance(*ns),
+        _ => {}
+    }
+    if slot == clients.a_slot {
+        process_a(view, clients, cycle);
+    }
+    // As RtContext::finish does.
+    r.finish_ns.store(clock.now_ns(), Ordering::Relaxed);
+    r.finished_cycle.store(cycle, Ordering::Release);
+    r.status
+        .store(NodeStatus::Finished as u32, Ordering::Release);
+    release(r, cycle);
+    r.store_cpu(cycle, 1_000);
+    true
 }
 
 /// "a" hears its capture input and writes the cycle number to its output.
