@@ -124,6 +124,7 @@ fn bench_jackd_tiny() {
         // Two clients at a few % end far inside the period.
         assert!(f("late_chains") < f("cycles") / 2.0, "{r}");
         assert!(f("held_runs") < f("cycles") / 2.0, "{r}");
+        assert!(f("blockless") < f("cycles") / 2.0, "{r}");
         // Over the untraced window before the measured one, and over the
         // measured one with the tracer attached.
         for key in ["driver_cpu_us", "driver_cpu_traced_us"] {

@@ -56,6 +56,13 @@ pub struct RunMetrics {
     /// differ: jackd2 stops reporting a graph that stays unfinished for
     /// more than two periods, resound reports each late cycle.
     pub late_chains: u64,
+    /// Traced driver cycles in the window in which the first client ran
+    /// no block: cycles the server did not start because the graph was
+    /// still running (jackd2 and, by default, resound skip them), or whose
+    /// block the first client missed. Between the first and the last traced
+    /// driver wake-up in the window: the periods between wake-ups less the
+    /// first client's wake-ups in them (a missed trace event lowers it).
+    pub blockless: u64,
     /// Driver thread CPU per cycle (schedstat difference ÷ the first
     /// client's cycles), over the untraced window before the measured one.
     pub driver_cpu: f64,
@@ -207,6 +214,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         xruns,
         late_chains,
         held_runs,
+        blockless: blockless_cycles(&drv, &firsts, (t0, t1)),
         driver_cpu: per_cycle(d.untraced.cpu_ns, untraced_cycles) / 1000.0,
         driver_runs: per_cycle(d.untraced.runs, untraced_cycles),
         driver_cpu_traced: per_cycle(d.traced.cpu_ns, cycles) / 1000.0,
@@ -214,6 +222,20 @@ pub fn compute(d: &RunData) -> RunMetrics {
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
     }
+}
+
+/// [`RunMetrics::blockless`]: of the periods between the traced driver
+/// wake-ups `drv` (sorted) inside `window`, those the first client's
+/// wake-ups `firsts` do not account for.
+fn blockless_cycles(drv: &[u64], firsts: &[&Rec], (t0, t1): (u64, u64)) -> u64 {
+    let lo = drv.partition_point(|&w| w < t0);
+    let hi = drv.partition_point(|&w| w <= t1);
+    let (Some(&a), Some(&b)) = (drv.get(lo), hi.checked_sub(1).and_then(|i| drv.get(i))) else {
+        return 0;
+    };
+    let periods = (hi - lo).saturating_sub(1) as u64;
+    let blocks = firsts.iter().filter(|r| r.wake >= a && r.wake < b).count() as u64;
+    periods.saturating_sub(blocks)
 }
 
 /// Whether `r`'s client woke inside `window` (CLOCK_MONOTONIC ns, both ends in).
@@ -316,6 +338,9 @@ pub const METRICS: &[Metric] = &[
     ),
     count("held_runs", "client runs over a period (total)", |m| {
         m.held_runs as f64
+    }),
+    count("blockless", "driver cycles without a block (total)", |m| {
+        m.blockless as f64
     }),
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
         m.driver_cpu
@@ -550,6 +575,40 @@ mod tests {
         let m = compute(&run_data(vec![c1, c2], (0, 2 * p + 60_000)));
         assert_eq!(m.held_runs, 1);
         assert_eq!(m.lost, 0);
+    }
+
+    #[test]
+    fn a_driver_cycle_the_first_client_did_not_run_counts_as_blockless() {
+        let p = 1_000_000;
+        // The server skipped cycle 2: no block of c1 between the driver's
+        // wake-ups 2 and 3.
+        let c1 = records(
+            [0, 1, 3, 4]
+                .iter()
+                .map(|&i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
+                .collect(),
+        );
+        let c2 = records(
+            [0, 1, 3, 4]
+                .iter()
+                .map(|&i| rec(i * p, i * p + 70_000, i * p + 90_000, i * p + 50_000, false))
+                .collect(),
+        );
+        let d = RunData {
+            driver_wakes: driver_wakes(5, p, 20_000),
+            ..run_data(vec![c1, c2], (0, 4 * p + 60_000))
+        };
+        let m = compute(&d);
+        assert_eq!((m.blockless, m.lost), (1, 0));
+        // Every cycle run: none.
+        let full = RunData {
+            driver_wakes: driver_wakes(4, p, 20_000),
+            ..run_data(vec![first_client(4, p)], (0, 3 * p + 60_000))
+        };
+        assert_eq!(compute(&full).blockless, 0);
+        // Untraced: none counted.
+        let d = run_data(vec![first_client(4, p)], (0, 3 * p + 60_000));
+        assert_eq!(compute(&d).blockless, 0);
     }
 
     #[test]
