@@ -56,12 +56,14 @@ pub struct RunMetrics {
     /// differ: jackd2 stops reporting a graph that stays unfinished for
     /// more than two periods, resound reports each late cycle.
     pub late_chains: u64,
-    /// Traced driver cycles in the window in which the first client ran
-    /// no block: cycles the server did not start because the graph was
-    /// still running (jackd2 and, by default, resound skip them), or whose
-    /// block the first client missed. Between the first and the last traced
-    /// driver wake-up in the window: the periods between wake-ups less the
-    /// first client's wake-ups in them (a missed trace event lowers it).
+    /// Periods in the window in which the first client ran no block:
+    /// cycles the server did not start (a driver that woke more than a
+    /// period late skips ahead; a rule that held the next cycle back while
+    /// the graph is late would too), or whose block the first client
+    /// missed. Between the first and the last traced driver wake-up in the
+    /// window: their distance in periods (rounded) less the first client's
+    /// wake-ups between them. Blocks never made are no lost blocks; this
+    /// counts them, alike on every server.
     pub blockless: u64,
     /// Driver thread CPU per cycle (schedstat difference ÷ the first
     /// client's cycles), over the untraced window before the measured one.
@@ -214,7 +216,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         xruns,
         late_chains,
         held_runs,
-        blockless: blockless_cycles(&drv, &firsts, (t0, t1)),
+        blockless: blockless_periods(&drv, &firsts, (t0, t1), d.period_ns),
         driver_cpu: per_cycle(d.untraced.cpu_ns, untraced_cycles) / 1000.0,
         driver_runs: per_cycle(d.untraced.runs, untraced_cycles),
         driver_cpu_traced: per_cycle(d.traced.cpu_ns, cycles) / 1000.0,
@@ -224,16 +226,19 @@ pub fn compute(d: &RunData) -> RunMetrics {
     }
 }
 
-/// [`RunMetrics::blockless`]: of the periods between the traced driver
-/// wake-ups `drv` (sorted) inside `window`, those the first client's
-/// wake-ups `firsts` do not account for.
-fn blockless_cycles(drv: &[u64], firsts: &[&Rec], (t0, t1): (u64, u64)) -> u64 {
+/// [`RunMetrics::blockless`]: the periods of `period_ns` from the first to
+/// the last traced driver wake-up `drv` (sorted) inside `window`, less the
+/// first client's wake-ups `firsts` between them.
+fn blockless_periods(drv: &[u64], firsts: &[&Rec], (t0, t1): (u64, u64), period_ns: u64) -> u64 {
     let lo = drv.partition_point(|&w| w < t0);
     let hi = drv.partition_point(|&w| w <= t1);
     let (Some(&a), Some(&b)) = (drv.get(lo), hi.checked_sub(1).and_then(|i| drv.get(i))) else {
         return 0;
     };
-    let periods = (hi - lo).saturating_sub(1) as u64;
+    if period_ns == 0 {
+        return 0;
+    }
+    let periods = (b - a + period_ns / 2) / period_ns;
     let blocks = firsts.iter().filter(|r| r.wake >= a && r.wake < b).count() as u64;
     periods.saturating_sub(blocks)
 }
@@ -339,7 +344,7 @@ pub const METRICS: &[Metric] = &[
     count("held_runs", "client runs over a period (total)", |m| {
         m.held_runs as f64
     }),
-    count("blockless", "driver cycles without a block (total)", |m| {
+    count("blockless", "periods without a block (total)", |m| {
         m.blockless as f64
     }),
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
@@ -578,7 +583,7 @@ mod tests {
     }
 
     #[test]
-    fn a_driver_cycle_the_first_client_did_not_run_counts_as_blockless() {
+    fn a_period_the_first_client_ran_no_block_in_counts_as_blockless() {
         let p = 1_000_000;
         // The server skipped cycle 2: no block of c1 between the driver's
         // wake-ups 2 and 3.
@@ -600,6 +605,10 @@ mod tests {
         };
         let m = compute(&d);
         assert_eq!((m.blockless, m.lost), (1, 0));
+        // The driver skipped it instead (no wake-up for it): the same.
+        let mut resynced = d;
+        resynced.driver_wakes.remove(2);
+        assert_eq!(compute(&resynced).blockless, 1);
         // Every cycle run: none.
         let full = RunData {
             driver_wakes: driver_wakes(4, p, 20_000),
