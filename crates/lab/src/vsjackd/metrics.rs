@@ -586,17 +586,13 @@ mod tests {
     fn a_period_the_first_client_ran_no_block_in_counts_as_blockless() {
         let p = 1_000_000;
         // The server skipped cycle 2: no block of c1 between the driver's
-        // wake-ups 2 and 3.
-        let c1 = records(
-            [0, 1, 3, 4]
-                .iter()
-                .map(|&i| rec(i * p, i * p + 50_000, i * p + 60_000, i * p + 50_000, false))
-                .collect(),
-        );
+        // wake-ups 2 and 3; c2 takes every block c1 made.
+        let mut c1 = first_client(5, p);
+        c1.recs.remove(2);
         let c2 = records(
-            [0, 1, 3, 4]
+            c1.recs
                 .iter()
-                .map(|&i| rec(i * p, i * p + 70_000, i * p + 90_000, i * p + 50_000, false))
+                .map(|r| rec(r.start, r.wake + 20_000, r.wake + 40_000, r.wake, false))
                 .collect(),
         );
         let d = RunData {
