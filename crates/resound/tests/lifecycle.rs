@@ -1,6 +1,6 @@
 //! The end of a process callback: a client whose callback returns
 //! [`Control::Quit`] is deactivated, and until then the stream through it
-//! stays intact (native clients; the libjack counterpart is in libjack.rs).
+//! stays intact (native clients; the libjack counterpart is in libjack/streams.rs).
 
 mod common;
 use common::*;

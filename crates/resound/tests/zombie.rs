@@ -2,7 +2,7 @@
 //! evicted from the cycle after the client timeout (JACK's zombie state),
 //! its downstream runs every cycle on silence, the server's log stays
 //! short, the client is told and can activate again once it recovers
-//! (native clients here; a distribution JACK program in libjack.rs).
+//! (native clients here; a distribution JACK program in libjack/distribution.rs).
 
 mod common;
 use common::*;
