@@ -42,7 +42,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     /// 2-CPU machine (the driver's bookkeeping competes with the chain for
     /// a CPU): 1586 lost blocks against 806 over the same 4 alternated
     /// `resound bench jackd --load 1` runs, and more lost chain cycles in
-    /// two-minute soaks; see docs/architecture.md.
+    /// two-minute soaks; see docs/bench-vs-jackd2.md.
     pub(crate) fn cycle(&mut self, view: &View, a: CycleArgs) {
         self.res.prefetch();
         let judged = self.judge_prev(view);

@@ -171,7 +171,7 @@ fn light_threads_get_a_shorter_period_and_deadline_in_the_kernel() {
         st.sched
     );
     // Polled on one control session: opening one per poll made the chain
-    // tests lose cycles (see docs/architecture.md).
+    // tests lose cycles (see docs/bench-vs-jackd2.md).
     let ctl = srv.ctl();
     let shapes = |frames: u64| {
         let audio = resound_shm::time::frames_to_ns(frames, 48000);

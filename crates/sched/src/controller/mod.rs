@@ -331,7 +331,7 @@ pub const LIGHT_EXIT_FACTOR: f64 = 1.5;
 /// change threshold (a raise past the threshold itself): hysteresis, so a
 /// prediction hovering around one level does not call `sched_setattr` on
 /// every small swing (measured: 234 calls in 5 s for 11 threads at 10 x 1 %
-/// before, see docs/architecture.md "Side by side with jackd2").
+/// before, see docs/bench-vs-jackd2.md).
 pub const DECREASE_THRESHOLD_FACTOR: f64 = 4.0;
 
 fn pct_of(period_ns: u64, pct: f64) -> u64 {
