@@ -148,17 +148,19 @@ fn bench_jackd_tiny() {
         stderr.contains("unexpected argument '--no-such-option'"),
         "{stderr}"
     );
-    // A variant's options reach its resoundd, and only its run fails.
+    // A variant's options reach its resoundd; one it refuses stops the
+    // bench before any run, naming the variant and saying why.
     let (ok, stdout, stderr) = tiny_fifo_bench(
         &["--variant", "bad=--no-such-variant-option"],
         &dir.join("bad-variant"),
     );
-    assert!(ok, "{stdout}\n{stderr}");
+    assert!(!ok, "{stdout}\n{stderr}");
     assert!(
-        stdout.contains("run 1 resound-bad failed")
-            && stdout.contains("unexpected argument '--no-such-variant-option'"),
-        "{stdout}"
+        stderr.contains("resound-bad does not start")
+            && stderr.contains("unexpected argument '--no-such-variant-option'"),
+        "{stderr}"
     );
+    assert!(!stderr.contains(" run 1/1 "), "a run was made: {stderr}");
     another_build_runs_its_own_server_and_libjack(&dir);
 }
 

@@ -196,6 +196,13 @@ fn start_server(spec: &RunSpec, bins: &Bins) -> Result<Running, String> {
     Ok(Running::Resound(Server::start(server)?))
 }
 
+/// Starts `spec.server` as a run would and stops it at once, so that a
+/// resoundd that refuses its options (a variant's, `--server-arg`'s)
+/// fails the bench before its runs rather than every run of that server.
+pub fn check_starts(spec: &RunSpec, bins: &Bins) -> Result<(), String> {
+    start_server(spec, &spec.server.bins(bins)).map(drop)
+}
+
 /// Runs the chain once on a fresh server.
 pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunData, String> {
     let bins = &spec.server.bins(bins);

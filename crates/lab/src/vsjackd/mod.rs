@@ -147,6 +147,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
         .cpu_dma_latency_us
         .map(resound_sched::cpu_latency::hold)
         .transpose()?;
+    check_resound_servers_start(&a, &p, &bins)?;
     let mut results = Vec::new();
     for &load in &a.load {
         for run in 0..p.runs as usize {
@@ -154,18 +155,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 let dir = a
                     .out
                     .join(format!("raw/load{load}/run{}/{}", run + 1, contender.label));
-                let spec = RunSpec {
-                    server: contender.clone(),
-                    clients: a.clients as usize,
-                    load,
-                    rate: a.rate,
-                    frames: a.frames,
-                    warmup: Duration::from_secs_f64(a.warmup),
-                    window: Duration::from_secs_f64(p.seconds),
-                    cpu_window: cpu_window(p.seconds),
-                    dir: dir.clone(),
-                    server_args: a.server_args.clone(),
-                };
+                let spec = run_spec(&a, &p, contender, load, dir.clone());
                 eprint!(
                     "load {load}% run {}/{} {:<17}",
                     run + 1,
@@ -205,6 +195,42 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
         let _ = std::fs::remove_dir_all(a.out.join("raw"));
     }
     finish(&a, &p, &results)
+}
+
+/// What one run of `contender` at `load` runs, its records in `dir`.
+fn run_spec(a: &VsJackdArgs, p: &Plan, contender: &Contender, load: f64, dir: PathBuf) -> RunSpec {
+    RunSpec {
+        server: contender.clone(),
+        clients: a.clients as usize,
+        load,
+        rate: a.rate,
+        frames: a.frames,
+        warmup: Duration::from_secs_f64(a.warmup),
+        window: Duration::from_secs_f64(p.seconds),
+        cpu_window: cpu_window(p.seconds),
+        dir,
+        server_args: a.server_args.clone(),
+    }
+}
+
+/// Starts and stops every resound server of the bench once, with the
+/// options its runs will use: one that does not start stops the bench in
+/// its first seconds, saying which and why.
+fn check_resound_servers_start(a: &VsJackdArgs, p: &Plan, bins: &Bins) -> Result<(), String> {
+    let resound: Vec<&Contender> = p.contenders.iter().filter(|c| !c.is_jackd()).collect();
+    if !resound.is_empty() {
+        eprintln!("checking that each resound server starts with its options");
+    }
+    for contender in resound {
+        let spec = run_spec(a, p, contender, 0.0, a.out.clone());
+        chain::check_starts(&spec, bins).map_err(|e| {
+            format!(
+                "{} does not start with the options the bench gives it, so no run was made: {e}",
+                contender.label
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// Prints the tables and writes the files.

@@ -97,6 +97,9 @@ fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) 
 /// whether a difference holds run by run.
 fn count_pairs(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) -> String {
     let pairs = paired(rs, load, label, get);
+    if pairs.is_empty() {
+        return "-".into();
+    }
     let fewer = pairs.iter().filter(|(x, y)| x < y).count();
     let more = pairs.iter().filter(|(x, y)| x > y).count();
     format!("{fewer} fewer, {more} more")
@@ -133,7 +136,9 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
                 .iter()
                 .map(|x| x.1)
                 .collect();
-            let shown = if m.count {
+            let shown = if v.is_empty() {
+                "-".into()
+            } else if m.count {
                 format!("{:.0}", v.iter().sum::<f64>())
             } else {
                 cell(median(&v))
@@ -309,6 +314,27 @@ mod tests {
             row.contains(" 9 ") && row.contains("10") && row.contains("2 fewer, 1 more"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn a_server_whose_runs_all_failed_shows_dashes_not_zeros() {
+        let jackd = Contender::of(Base::Jackd);
+        let broken = Contender::variant("broken=--overprovision 200").unwrap();
+        let rs = vec![
+            run(1.0, 0, &jackd, 100.0),
+            RunResult {
+                load: 1.0,
+                run: 0,
+                server: broken.clone(),
+                driver: String::new(),
+                metrics: Err("resoundd exited".into()),
+            },
+        ];
+        let t = table(&rs, 1.0, &[jackd, broken], "head");
+        let row = t.lines().find(|l| l.starts_with("lost blocks")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 2..], ["-", "-"], "{t}");
+        assert!(!t.contains("-0"), "{t}");
     }
 
     #[test]
