@@ -212,6 +212,47 @@ fn fixed_budget_stays_put() {
     );
 }
 
+/// `--min-budget`: the budget of a client busy 1 % of the period, which
+/// the feedback would keep near the 5 % default floor, never falls below
+/// the floor asked for, in status and in the kernel, and status names the
+/// floor.
+#[test]
+fn min_budget_is_the_floor_of_a_light_clients_budget() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("min_budget_is_the_floor_of_a_light_clients_budget") {
+        return;
+    }
+    let srv = Srv::start_without_rescue(&[
+        "--sched",
+        "deadline",
+        "--min-budget",
+        "20",
+        "--window",
+        "20",
+        "-d",
+        "dummy",
+        "-p",
+        "256",
+    ]);
+    let _a = srv.tool("a", &["load", "--busy", "1"]);
+    wait_for("a's reservation", Duration::from_secs(5), || {
+        res(&srv.status(), "a").is_some_and(|r| r.policy == "SCHED_DEADLINE")
+    });
+    let st = srv.status();
+    assert!(st.sched.contains("at least 20%"), "{}", st.sched);
+    // Over a second of feedback (about ten windows of 20 cycles), whatever
+    // the prediction does.
+    for _ in 0..10 {
+        let a = res(&srv.status(), "a").unwrap().clone();
+        assert!(
+            a.budget_ns * 5 + 5 >= a.period_ns,
+            "a budget below the 20 % floor: {a:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_kernel_agrees_with_status(&srv, "a");
+}
+
 /// A client that wants more than the ledger has left: its controller asks
 /// for the raise again and again, but a refused raise is asked again only
 /// after a pause, and the log says so once a second, not once a cycle.

@@ -96,6 +96,10 @@ pub const DEFAULT_LIGHT_PERIOD_PCT: f64 = 75.0;
 /// threads"); 100 turns light threads off.
 pub const DEFAULT_LIGHT_DEADLINE_PCT: f64 = 50.0;
 
+/// The least budget of a feedback reservation, % of its period (the
+/// thesis' minimum budget: 5).
+pub const DEFAULT_MIN_BUDGET_PCT: f64 = 5.0;
+
 /// Controller settings (the server's `--sched deadline` options).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct ControllerConfig {
@@ -173,7 +177,7 @@ impl Default for ControllerConfig {
             light_period_pct: DEFAULT_LIGHT_PERIOD_PCT,
             light_deadline_pct: DEFAULT_LIGHT_DEADLINE_PCT,
             overprovision_pct: 10.0,
-            min_pct: 5.0,
+            min_pct: DEFAULT_MIN_BUDGET_PCT,
             max_pct: 90.0,
             bump_min_pct: 10.0,
             bump_pct: 20.0,

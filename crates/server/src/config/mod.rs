@@ -65,6 +65,14 @@ pub struct ServerArgs {
     /// the predicted CPU time per period plus PCT % of it.
     #[arg(long = "overprovision", value_name = "PCT", default_value_t = 10.0, value_parser = pct_parser)]
     pub overprovision: f64,
+    /// Least budget of a feedback reservation, % of its period (0.1 to 50).
+    /// A stall of a virtual CPU charged to the thread that was running
+    /// leaves it owing that time, and the kernel then holds it for about
+    /// the debt times the period over the budget: a higher floor shortens
+    /// that hold for light threads, at the cost of the bandwidth the ledger
+    /// books for each of them.
+    #[arg(long = "min-budget", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_MIN_BUDGET_PCT, value_parser = min_budget_parser)]
+    pub min_budget_pct: f64,
     /// Make each reservation period N audio periods long (the budget is scaled
     /// alike), so that a thread may use its budget over several cycles.
     /// `auto`: N = 1 unless the audio period is shorter than 1333 us, then the
@@ -235,6 +243,17 @@ fn pct_parser(s: &str) -> Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("{v} is outside 0..=100"))
+    }
+}
+
+/// `--min-budget`: a share in % from 0.1 to 50 (a floor above half the
+/// period would leave the controller little room).
+fn min_budget_parser(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("{s:?} is not a number"))?;
+    if (0.1..=50.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("{v} is outside 0.1..=50"))
     }
 }
 
@@ -514,6 +533,13 @@ mod tests {
             ),
             (20.0, PeriodMultiplier::Fixed(2), 95.0, 50)
         );
+        assert_eq!(p("resoundd -d dummy").unwrap().server.min_budget_pct, 5.0);
+        let c = p("resoundd --min-budget 15 -d dummy").unwrap();
+        assert_eq!(c.server.min_budget_pct, 15.0);
+        for bad in ["0", "51", "x"] {
+            let e = p(&format!("resoundd --min-budget {bad} -d dummy")).unwrap_err();
+            assert!(e.to_string().contains("--min-budget"), "{e}");
+        }
         let c = p("resoundd -d dummy").unwrap();
         assert_eq!(
             (c.server.light_deadline_pct, c.server.light_period_pct),

@@ -66,6 +66,7 @@ pub(super) fn controller_config(cfg: &Config) -> resound_sched::ControllerConfig
         light_period_pct: light_shares(a).0,
         light_deadline_pct: light_shares(a).1,
         overprovision_pct: a.overprovision,
+        min_pct: a.min_budget_pct,
         fixed_pct: a.fixed_budget,
         window: a.window as usize,
         percentile: a.percentile,
@@ -96,8 +97,8 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
         match a.fixed_budget {
             Some(p) => format!("fixed budget {p}%"),
             None => format!(
-                "feedback: p{} of {} cycles +{}%",
-                a.percentile, a.window, a.overprovision
+                "feedback: p{} of {} cycles +{}%, at least {}%",
+                a.percentile, a.window, a.overprovision, a.min_budget_pct
             ),
         },
         if a.reclaim() {
