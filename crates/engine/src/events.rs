@@ -53,6 +53,9 @@ pub enum RtEvent {
         /// Period (ns).
         period_ns: u64,
     },
+    /// The ledger refused a reservation, and every budget floor above the
+    /// thesis' 5 % (`--min-budget`) went down to it (once per server).
+    FloorsLowered,
     /// A reservation (new or changed) was refused: by our ledger (errno 0) or by the kernel.
     Refused {
         /// Slot.

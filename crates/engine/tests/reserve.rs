@@ -191,6 +191,95 @@ fn a_refused_raise_is_not_asked_again_every_cycle() {
     assert_eq!(s.kind.load(Ordering::Relaxed), kind::DEADLINE);
 }
 
+/// With budget floors of 30 % (`--min-budget 30`) a ledger of one CPU
+/// holds the driver and two clients: the third is refused, every floor
+/// goes down to the thesis' 5 % (said once), the light clients' budgets
+/// follow at the next feedback cuts, and the third gets its reservation
+/// when it is retried.
+#[test]
+fn a_full_ledger_lowers_every_floor_and_the_refused_client_gets_in() {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b", "c"],
+        mode: common::deadline_mode_with(ControllerConfig {
+            audio_period_ns: PERIOD_NS,
+            min_pct: 30.0,
+            window: 20,
+            light_period_pct: 100.0,
+            light_deadline_pct: 100.0,
+            ..Default::default()
+        }),
+        ledger_cpus: 1.0,
+        ..Default::default()
+    });
+    for (name, tid) in [("a", 1001), ("b", 1002), ("c", 1003)] {
+        let slot = rig.slot(name);
+        rig.commands
+            .push(Command::Attach { slot, tid })
+            .expect("command ring");
+    }
+    rig.run(5);
+    let (a, c) = (rig.slot("a"), rig.slot("c"));
+    let early = rig.drain();
+    let refused_c =
+        |e: &RtEvent| matches!(e, RtEvent::Refused { slot, errno: 0, .. } if *slot == c);
+    assert!(early.iter().any(refused_c), "{early:?}");
+    assert_eq!(
+        early
+            .iter()
+            .filter(|e| matches!(e, RtEvent::FloorsLowered))
+            .count(),
+        1,
+        "{early:?}"
+    );
+    assert!(
+        budget(&rig, a) * 100 >= PERIOD_NS * 30,
+        "a at its 30 % floor"
+    );
+    let kind_of = |rig: &Rig, slot: u32| rig.shared.res[slot as usize].kind.load(Ordering::Relaxed);
+    assert_ne!(kind_of(&rig, c), kind::DEADLINE);
+    rig.run(resound_engine::reserve::RETRY_CYCLES as usize + 10);
+    let later = rig.drain();
+    assert!(
+        !later.iter().any(|e| matches!(e, RtEvent::FloorsLowered)),
+        "said once: {later:?}"
+    );
+    assert!(
+        budget(&rig, a) * 100 < PERIOD_NS * 30,
+        "a cut below the old floor"
+    );
+    assert_eq!(
+        kind_of(&rig, c),
+        kind::DEADLINE,
+        "c admitted on retry: {later:?}"
+    );
+}
+
+/// At the default floor, the thesis' 5 %, a full ledger lowers nothing.
+#[test]
+fn at_the_default_floor_a_full_ledger_lowers_nothing() {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b", "c"],
+        mode: common::deadline_mode(),
+        ledger_cpus: 0.3,
+        ..Default::default()
+    });
+    for (name, tid) in [("a", 1001), ("b", 1002), ("c", 1003)] {
+        let slot = rig.slot(name);
+        rig.commands
+            .push(Command::Attach { slot, tid })
+            .expect("command ring");
+    }
+    rig.run(resound_engine::reserve::RETRY_CYCLES as usize + 10);
+    let events = rig.drain();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, RtEvent::Refused { errno: 0, .. })),
+        "the ledger refused someone: {events:?}"
+    );
+    assert!(!events.iter().any(|e| matches!(e, RtEvent::FloorsLowered)));
+}
+
 #[test]
 fn a_refusing_kernel_leaves_the_client_on_the_fallback() {
     fn refuse_deadline(_tid: i32, p: &resound_sched::Policy) -> Result<(), i32> {

@@ -176,6 +176,10 @@ pub struct Reservations {
     budget_board: Option<Arc<resound_shm::View>>,
     /// Client threads held by their throttle, put on SCHED_FIFO for a while.
     rescues: rescue::Rescues,
+    /// The ledger refused a reservation once: every budget floor above the
+    /// thesis' minimum went down to it, for the server's lifetime (see
+    /// [`Self::lower_floors`]).
+    floors_lowered: bool,
 }
 
 /// Sets policy `p` on thread `tid` (0: the calling thread) without
@@ -257,6 +261,27 @@ impl Reservations {
             wake_floors: WakeFloors::new(slots),
             budget_board: None,
             rescues: rescue::Rescues::new(slots),
+            floors_lowered: false,
+        }
+    }
+
+    /// The ledger refused a reservation: a budget floor above the thesis'
+    /// minimum (`--min-budget`) holds bandwidth that threads do not use, so
+    /// every controller's floor goes down to the thesis' 5 % and the next
+    /// feedback cuts give it back (the refused thread is retried as
+    /// before). Once for the server's lifetime; says so once. Real-time
+    /// safe.
+    fn lower_floors(&mut self, emit: &mut impl FnMut(RtEvent)) {
+        if self.floors_lowered {
+            return;
+        }
+        self.floors_lowered = true;
+        let mut lowered = false;
+        for c in &mut self.controllers {
+            lowered |= c.lower_floor(resound_sched::controller::THESIS_MIN_BUDGET_PCT);
+        }
+        if lowered {
+            emit(RtEvent::FloorsLowered);
         }
     }
 
@@ -391,6 +416,7 @@ impl Reservations {
             tid
         };
         if let Err(e) = self.ledger.reserve(real_tid, r.bandwidth()) {
+            self.lower_floors(emit);
             emit(RtEvent::Refused {
                 slot,
                 asked_ppm: ppm(e.asked),
@@ -456,6 +482,7 @@ impl Reservations {
         if let Err(e) = self.ledger.reserve(tid, r.bandwidth()) {
             self.keep_applied(slot);
             self.pause_raises(slot);
+            self.lower_floors(emit);
             emit(RtEvent::Refused {
                 slot,
                 asked_ppm: ppm(e.asked),

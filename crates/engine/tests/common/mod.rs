@@ -122,6 +122,8 @@ pub struct Setup {
     pub entity_reader: EntityReader,
     /// Most cycles of a throttle rescue's hold (0: no rescue).
     pub rescue_cycles: u32,
+    /// The reservation ledger's capacity (CPUs).
+    pub ledger_cpus: f64,
 }
 
 impl Default for Setup {
@@ -137,6 +139,7 @@ impl Default for Setup {
             thread_reader: no_thread,
             entity_reader: no_entity,
             rescue_cycles: resound_engine::reserve::RESCUE_CYCLES,
+            ledger_cpus: 4.0,
         }
     }
 }
@@ -311,7 +314,7 @@ impl Rig {
         let res = Reservations::new(
             s.mode,
             caps.max_clients as usize,
-            Ledger::with_capacity(4.0),
+            Ledger::with_capacity(s.ledger_cpus),
             shared.res.clone(),
             cmd_rx,
         )

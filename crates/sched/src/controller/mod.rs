@@ -97,8 +97,13 @@ pub const DEFAULT_LIGHT_PERIOD_PCT: f64 = 75.0;
 pub const DEFAULT_LIGHT_DEADLINE_PCT: f64 = 50.0;
 
 /// The least budget of a feedback reservation, % of its period (the
-/// thesis' minimum budget: 5).
-pub const DEFAULT_MIN_BUDGET_PCT: f64 = 5.0;
+/// thesis' minimum budget).
+pub const THESIS_MIN_BUDGET_PCT: f64 = 5.0;
+
+/// The default floor of `resoundd --min-budget` (%): the thesis' minimum.
+/// A floor above it gives way to this one when the ledger runs short
+/// ([`Controller::lower_floor`]).
+pub const DEFAULT_MIN_BUDGET_PCT: f64 = THESIS_MIN_BUDGET_PCT;
 
 /// Controller settings (the server's `--sched deadline` options).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -724,6 +729,21 @@ impl Controller {
         let shaped = self.shape(raw);
         self.take(shaped);
         (self.res != old).then_some(self.res)
+    }
+
+    /// Lowers the budget floor to `min_pct` % of the reservation period
+    /// (no-op unless lower than the floor now). The reservation is left as
+    /// it is: the next feedback cut brings a budget held up by the old
+    /// floor down, paced like any other change. True if the floor moved.
+    ///
+    /// Real-time safe.
+    pub fn lower_floor(&mut self, min_pct: f64) -> bool {
+        if min_pct.is_nan() || min_pct >= self.cfg.min_pct {
+            return false;
+        }
+        self.cfg.min_pct = min_pct;
+        self.geo = Geometry::of(&self.cfg);
+        true
     }
 
     /// Sets the relative deadline (critical-path mode), clamped to [1024 ns,

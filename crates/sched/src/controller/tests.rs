@@ -164,6 +164,30 @@ fn clamps_at_min_and_max() {
 }
 
 #[test]
+fn a_lowered_floor_lets_the_next_cut_through_and_never_rises_again() {
+    let floor10 = ControllerConfig {
+        min_pct: 10.0,
+        ..implicit()
+    };
+    let mut c = converged_with(floor10, 1_000);
+    assert_eq!(c.reservation().runtime_ns, 266_667, "10 % of P");
+    assert!(!c.lower_floor(20.0), "a floor is only ever lowered");
+    assert!(c.lower_floor(THESIS_MIN_BUDGET_PCT));
+    assert!(!c.lower_floor(THESIS_MIN_BUDGET_PCT), "already there");
+    assert_eq!(
+        c.reservation().runtime_ns,
+        266_667,
+        "nothing applied at once"
+    );
+    let cut = run(&mut c, 1_000, 1);
+    assert_eq!(
+        cut.iter().map(|(_, r)| r.runtime_ns).collect::<Vec<_>>(),
+        [133_333],
+        "the next cycle cuts to the thesis' 5 %"
+    );
+}
+
+#[test]
 fn fixed_mode_ignores_the_trace() {
     let cfg = ControllerConfig {
         fixed_pct: Some(30.0),

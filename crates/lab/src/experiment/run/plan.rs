@@ -288,7 +288,8 @@ impl Plan {
                 let asks = |o: &str| self.resound_args.iter().any(|a| a.starts_with(o));
                 // The papers' controller: every thread on the audio period
                 // with deadline = period, fed CPU times without spinning,
-                // and always under its reservation (no throttle rescue).
+                // always under its reservation (no throttle rescue), with
+                // the thesis' minimum budget.
                 if !asks("--light-") {
                     v.extend(["--light-deadline".into(), "100".into()]);
                 }
@@ -297,6 +298,12 @@ impl Plan {
                 }
                 if !asks("--throttle-rescue") {
                     v.extend(["--throttle-rescue".into(), "0".into()]);
+                }
+                if !asks("--min-budget") {
+                    v.extend([
+                        "--min-budget".into(),
+                        resound_sched::controller::THESIS_MIN_BUDGET_PCT.to_string(),
+                    ]);
                 }
             }
         }
@@ -355,6 +362,12 @@ mod tests {
             rescue.map(|i| args[i + 1].as_str()),
             Some("0"),
             "every thread under its reservation throughout"
+        );
+        let floor = args.iter().position(|a| a == "--min-budget");
+        assert_eq!(
+            floor.map(|i| args[i + 1].as_str()),
+            Some("5"),
+            "the thesis' minimum budget"
         );
         let asked = Plan {
             resound_args: vec!["--light-deadline".into(), "50".into()],
