@@ -100,13 +100,10 @@ pub const DEFAULT_LIGHT_DEADLINE_PCT: f64 = 50.0;
 /// thesis' minimum budget).
 pub const THESIS_MIN_BUDGET_PCT: f64 = 5.0;
 
-/// The default floor of `resoundd --min-budget` (%), twice the thesis'
-/// minimum: a stall of a virtual CPU charged to a reserved thread holds it
-/// for about the charge times period over budget, and side by side with
-/// jackd2 this floor lost 40-75 % fewer blocks than the thesis' 5 %
-/// (docs/bench-vs-jackd2.md). It gives way to the thesis' minimum when
-/// the ledger runs short ([`Controller::lower_floor`]).
-pub const DEFAULT_MIN_BUDGET_PCT: f64 = 10.0;
+/// The default floor of `resoundd --min-budget` (%): the thesis' minimum.
+/// A floor above it gives way to this one when the ledger runs short
+/// ([`Controller::lower_floor`]).
+pub const DEFAULT_MIN_BUDGET_PCT: f64 = THESIS_MIN_BUDGET_PCT;
 
 /// Controller settings (the server's `--sched deadline` options).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -185,7 +182,7 @@ impl Default for ControllerConfig {
             light_period_pct: DEFAULT_LIGHT_PERIOD_PCT,
             light_deadline_pct: DEFAULT_LIGHT_DEADLINE_PCT,
             overprovision_pct: 10.0,
-            min_pct: THESIS_MIN_BUDGET_PCT,
+            min_pct: DEFAULT_MIN_BUDGET_PCT,
             max_pct: 90.0,
             bump_min_pct: 10.0,
             bump_pct: 20.0,

@@ -65,14 +65,12 @@ pub struct ServerArgs {
     /// the predicted CPU time per period plus PCT % of it.
     #[arg(long = "overprovision", value_name = "PCT", default_value_t = 10.0, value_parser = pct_parser)]
     pub overprovision: f64,
-    /// Least budget of a graph thread's feedback reservation, % of its
-    /// period (0.1 to 50; the thesis' minimum is 5). A stall of a virtual
-    /// CPU charged to the thread that was running leaves it owing that
-    /// time, and the kernel then holds it for about the debt times the
-    /// period over the budget: a higher floor shortens that hold for light
-    /// threads. When the ledger refuses a reservation, every floor goes
-    /// down to 5 % for as long as the server runs, so the floor never
-    /// costs a client its reservation.
+    /// Least budget of a feedback reservation, % of its period (0.1 to 50).
+    /// A stall of a virtual CPU charged to the thread that was running
+    /// leaves it owing that time, and the kernel then holds it for about
+    /// the debt times the period over the budget: a higher floor shortens
+    /// that hold for light threads, at the cost of the bandwidth the ledger
+    /// books for each of them.
     #[arg(long = "min-budget", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_MIN_BUDGET_PCT, value_parser = min_budget_parser)]
     pub min_budget_pct: f64,
     /// Make each reservation period N audio periods long (the budget is scaled
@@ -535,7 +533,7 @@ mod tests {
             ),
             (20.0, PeriodMultiplier::Fixed(2), 95.0, 50)
         );
-        assert_eq!(p("resoundd -d dummy").unwrap().server.min_budget_pct, 10.0);
+        assert_eq!(p("resoundd -d dummy").unwrap().server.min_budget_pct, 5.0);
         let c = p("resoundd --min-budget 15 -d dummy").unwrap();
         assert_eq!(c.server.min_budget_pct, 15.0);
         for bad in ["0", "51", "x"] {
