@@ -65,12 +65,15 @@ pub struct ServerArgs {
     /// the predicted CPU time per period plus PCT % of it.
     #[arg(long = "overprovision", value_name = "PCT", default_value_t = 10.0, value_parser = pct_parser)]
     pub overprovision: f64,
-    /// Least budget of a feedback reservation, % of its period (0.1 to 50).
-    /// A stall of a virtual CPU charged to the thread that was running
-    /// leaves it owing that time, and the kernel then holds it for about
-    /// the debt times the period over the budget: a higher floor shortens
-    /// that hold for light threads, at the cost of the bandwidth the ledger
-    /// books for each of them.
+    /// Least budget of a graph thread's feedback reservation, % of its
+    /// period (0.1 to 50; default 5, the minimum budget of the thesis the
+    /// controller comes from). A stall of a virtual CPU charged to the
+    /// thread that was running leaves it owing that time, and the kernel
+    /// then holds it for about the debt times the period over the budget:
+    /// a higher floor shortens that hold for light threads. When the ledger
+    /// refuses a reservation, every floor above 5 % goes down to 5 % for as
+    /// long as the server runs, so a higher floor never costs a client its
+    /// reservation.
     #[arg(long = "min-budget", value_name = "PCT", default_value_t = resound_sched::controller::DEFAULT_MIN_BUDGET_PCT, value_parser = min_budget_parser)]
     pub min_budget_pct: f64,
     /// Make each reservation period N audio periods long (the budget is scaled

@@ -153,6 +153,9 @@ impl Server {
         }
         let mut cfg = super::sched_mode::controller_config(&self.cfg);
         cfg.audio_period_ns = self.view.header().period_ns.load(Ordering::Relaxed);
+        // Not in the cycle, so a hold after a stall loses no block: the
+        // thesis' floor whatever --min-budget says, which books the least.
+        cfg.min_pct = resound_sched::controller::THESIS_MIN_BUDGET_PCT;
         Some(cfg)
     }
 
