@@ -280,12 +280,22 @@ fn refused_raises_are_paused_and_logged_once_a_second() {
     assert_eq!(hog.policy, "SCHED_DEADLINE", "{hog:?}");
     assert!(st.ledger_used <= 0.35 + 1e-9, "{}", st.ledger_used);
     let log = srv.log();
-    let refusals = log.lines().filter(|l| l.contains("refused by")).count();
     let seconds = t0.elapsed().as_secs_f64().ceil() as usize + 1;
-    assert!(
-        refusals >= 1 && refusals <= seconds + 1,
-        "{refusals} refusal lines in about {seconds} s (one a second at most):\n{log}"
-    );
+    // One line a second per thread: the driver's reservation can be
+    // refused too, when late wake-ups on a busy machine bump it.
+    let refusals_of = |who: &str| {
+        log.lines()
+            .filter(|l| l.contains("refused by") && l.contains(who))
+            .count()
+    };
+    assert!(refusals_of("client \"hog\":") >= 1, "{log}");
+    for who in ["client \"hog\":", "driver:"] {
+        let n = refusals_of(who);
+        assert!(
+            n <= seconds + 1,
+            "{n} refusal lines for {who} in about {seconds} s (one a second at most):\n{log}"
+        );
+    }
     assert!(
         log.contains("more reservation refusal(s) in the last second"),
         "the rest are summarised:\n{log}"
