@@ -18,12 +18,19 @@ fn deadline_rig() -> Rig {
 
 /// Chain "a" -> "b" under reservations with `cfg`, both threads attached.
 fn deadline_rig_with(cfg: ControllerConfig) -> Rig {
-    let mut rig = Rig::new(Setup {
+    rig_all_attached(Setup {
         chain: vec!["a", "b"],
         mode: common::deadline_mode_with(cfg),
         ..Default::default()
-    });
-    for (name, tid) in [("a", 1001), ("b", 1002)] {
+    })
+}
+
+/// A rig of `setup` with every client of its chain asking for its
+/// reservation, the i-th client's thread being tid 1001 + i.
+fn rig_all_attached(setup: Setup) -> Rig {
+    let chain = setup.chain.clone();
+    let mut rig = Rig::new(setup);
+    for (tid, name) in (1001..).zip(chain) {
         let slot = rig.slot(name);
         rig.commands
             .push(Command::Attach { slot, tid })
@@ -198,7 +205,7 @@ fn a_refused_raise_is_not_asked_again_every_cycle() {
 /// when it is retried.
 #[test]
 fn a_full_ledger_lowers_every_floor_and_the_refused_client_gets_in() {
-    let mut rig = Rig::new(Setup {
+    let mut rig = rig_all_attached(Setup {
         chain: vec!["a", "b", "c"],
         mode: common::deadline_mode_with(ControllerConfig {
             audio_period_ns: PERIOD_NS,
@@ -211,12 +218,6 @@ fn a_full_ledger_lowers_every_floor_and_the_refused_client_gets_in() {
         ledger_cpus: 1.0,
         ..Default::default()
     });
-    for (name, tid) in [("a", 1001), ("b", 1002), ("c", 1003)] {
-        let slot = rig.slot(name);
-        rig.commands
-            .push(Command::Attach { slot, tid })
-            .expect("command ring");
-    }
     rig.run(5);
     let (a, c) = (rig.slot("a"), rig.slot("c"));
     let early = rig.drain();
@@ -257,18 +258,12 @@ fn a_full_ledger_lowers_every_floor_and_the_refused_client_gets_in() {
 /// At the default floor, the thesis' 5 %, a full ledger lowers nothing.
 #[test]
 fn at_the_default_floor_a_full_ledger_lowers_nothing() {
-    let mut rig = Rig::new(Setup {
+    let mut rig = rig_all_attached(Setup {
         chain: vec!["a", "b", "c"],
         mode: common::deadline_mode(),
         ledger_cpus: 0.3,
         ..Default::default()
     });
-    for (name, tid) in [("a", 1001), ("b", 1002), ("c", 1003)] {
-        let slot = rig.slot(name);
-        rig.commands
-            .push(Command::Attach { slot, tid })
-            .expect("command ring");
-    }
     rig.run(resound_engine::reserve::RETRY_CYCLES as usize + 10);
     let events = rig.drain();
     assert!(
