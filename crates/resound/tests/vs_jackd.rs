@@ -85,6 +85,10 @@ fn bench_jackd_tiny() {
     );
     let runs = json["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 4, "{json}");
+    // One repetition: the --servers order, then the variant.
+    let places: Vec<_> = runs.iter().map(|r| r["place"].as_u64()).collect();
+    assert_eq!(places, [Some(1), Some(2), Some(3), Some(4)], "{json}");
+    assert_eq!(json["settings"]["order"], "rotate", "{json}");
     // 2 s at 48 kHz / 128 frames is 750 cycles; the machine may stall some.
     for r in runs {
         let m = &r["metrics"];
@@ -124,7 +128,13 @@ fn bench_jackd_tiny() {
         // Two clients at a few % end far inside the period.
         assert!(f("late_chains") < f("cycles") / 2.0, "{r}");
         assert!(f("held_runs") < f("cycles") / 2.0, "{r}");
-        assert!(f("blockless") < f("cycles") / 2.0, "{r}");
+        // A period either has the first client's block or counts as
+        // blockless, so the two make up the window's periods (750 in 2 s,
+        // more when the bench's own wake-up at its end is late, as the
+        // bound on cycles above allows): a stall of the machine moves
+        // periods from one to the other (CI saw 287 blockless in 470
+        // cycles), a miscount breaks the sum.
+        assert!(f("blockless") + f("cycles") < 900.0, "{r}");
         // Over the untraced window before the measured one, and over the
         // measured one with the tracer attached.
         for key in ["driver_cpu_us", "driver_cpu_traced_us"] {

@@ -2,7 +2,9 @@
 //! resound, side by side in one run.
 //!
 //! For each load, N repetitions alternate the servers (jackd2, resound with
-//! SCHED_FIFO, resound with reservations, jackd2, …); each run starts a fresh
+//! SCHED_FIFO, resound with reservations, then the next repetition), each
+//! repetition's order rotated one place from the last's, so that every
+//! server takes every place in the round alike ([`round_order`]); each run starts a fresh
 //! server under a unique name on the dummy driver, a chain of the one C load
 //! client ([`chain`], `crates/lab/c/loadclient.c`, linked with `-ljack`: the
 //! distribution's libjack on jackd2, resound's libjack.so.0 on resound)
@@ -86,6 +88,12 @@ pub struct VsJackdArgs {
     /// Keep every client's per-cycle records (out/raw/…/cK.csv).
     #[arg(long)]
     pub keep_raw: bool,
+    /// Order of the servers within each repetition: `rotate` shifts it one
+    /// place each repetition, so that each server takes each place equally
+    /// often (over N repetitions for N servers); `fixed` keeps the
+    /// --servers order in every one.
+    #[arg(long, value_enum, default_value_t = RoundOrder::Rotate)]
+    pub order: RoundOrder,
     /// Hold idle CPUs to this wake-up latency (µs; 0: they poll) for the
     /// whole bench, every server alike (a request on /dev/cpu_dma_latency,
     /// root's; as `resoundd --cpu-dma-latency`). Default: the machine's
@@ -97,6 +105,27 @@ pub struct VsJackdArgs {
     /// jackd2 is started as always.
     #[arg(long = "server-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub server_args: Vec<String>,
+}
+
+/// How the servers are ordered within each repetition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RoundOrder {
+    /// One place further each repetition.
+    Rotate,
+    /// The --servers order every time.
+    Fixed,
+}
+
+/// The indices of `n` servers in the order repetition `run` (0-based)
+/// runs them: with [`RoundOrder::Rotate`], the list shifted left by
+/// `run` places, so over any `n` repetitions each server runs once in each
+/// place.
+pub fn round_order(n: usize, run: usize, order: RoundOrder) -> Vec<usize> {
+    let shift = match order {
+        RoundOrder::Rotate if n > 0 => run % n,
+        _ => 0,
+    };
+    (0..n).map(|i| (i + shift) % n).collect()
 }
 
 /// Checked settings.
@@ -151,7 +180,8 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
     let mut results = Vec::new();
     for &load in &a.load {
         for run in 0..p.runs as usize {
-            for contender in &p.contenders {
+            let order = round_order(p.contenders.len(), run, a.order);
+            for (place, contender) in order.iter().map(|&i| &p.contenders[i]).enumerate() {
                 let dir = a
                     .out
                     .join(format!("raw/load{load}/run{}/{}", run + 1, contender.label));
@@ -184,6 +214,7 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 results.push(RunResult {
                     load,
                     run,
+                    place,
                     server: contender.clone(),
                     driver,
                     metrics,
@@ -244,8 +275,12 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
         if !a.server_args.is_empty() {
             setting += &format!(", resoundd {}", a.server_args.join(" "));
         }
+        let alternated = match a.order {
+            RoundOrder::Rotate => "servers alternated, order rotated each run",
+            RoundOrder::Fixed => "servers alternated",
+        };
         let head = format!(
-            "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, servers alternated{setting} ==",
+            "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, {alternated}{setting} ==",
             a.clients, a.rate, a.frames, p.runs, p.seconds
         );
         text += &report::table(results, load, &p.contenders, &head);
@@ -259,6 +294,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
     let settings = json!({
         "clients": a.clients, "loads_pct": a.load, "rate": a.rate, "frames": a.frames,
         "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
+        "order": format!("{:?}", a.order).to_lowercase(),
         "cpu_dma_latency_us": a.cpu_dma_latency_us, "server_args": a.server_args,
         "servers": p.contenders.iter().map(|k| json!({"label": k.label, "resoundd_options": k.options, "build": k.build})).collect::<Vec<_>>(),
     });
@@ -279,4 +315,34 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
         return Err("every run failed (see the table)".into());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rotated_order_puts_each_server_once_in_each_place() {
+        let rounds: Vec<Vec<usize>> = (0..3)
+            .map(|r| round_order(3, r, RoundOrder::Rotate))
+            .collect();
+        assert_eq!(rounds, [[0, 1, 2], [1, 2, 0], [2, 0, 1]]);
+        for server in 0..3 {
+            let mut places: Vec<usize> = rounds
+                .iter()
+                .map(|o| o.iter().position(|&s| s == server).unwrap())
+                .collect();
+            places.sort();
+            assert_eq!(places, [0, 1, 2], "server {server}");
+        }
+        assert_eq!(round_order(3, 4, RoundOrder::Rotate), [1, 2, 0]);
+    }
+
+    #[test]
+    fn a_fixed_order_is_the_servers_order_every_time() {
+        for run in 0..4 {
+            assert_eq!(round_order(3, run, RoundOrder::Fixed), [0, 1, 2]);
+        }
+        assert!(round_order(0, 2, RoundOrder::Rotate).is_empty());
+    }
 }

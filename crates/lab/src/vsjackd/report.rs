@@ -15,6 +15,8 @@ pub struct RunResult {
     pub load: f64,
     /// Repetition (0-based).
     pub run: usize,
+    /// Its place within the repetition (0: the first server to run).
+    pub place: usize,
     /// The server.
     pub server: Contender,
     /// How its driver thread was found (and which it was).
@@ -91,7 +93,7 @@ fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) 
 }
 
 /// For a count: in how many runs the server labelled `label` counted fewer
-/// and more than the jackd2 run just before it (runs with equal counts make
+/// and more than jackd2's run of the same repetition (runs with equal counts make
 /// up the rest). Counts come in episodes (a slow phase of the machine gives
 /// tens of late cycles at once), so a total can hang on one run; this says
 /// whether a difference holds run by run.
@@ -157,8 +159,9 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
         o += "\n";
     }
     if with_jackd {
-        o += "  counts: totals over the runs; beside them, in how many runs the server counted fewer and more than the jackd2 run before it\n";
+        o += "  counts: totals over the runs; beside them, in how many runs the server counted fewer and more than jackd2's run of the same repetition\n";
     }
+    o += &by_place(rs, load, contenders.len());
     for k in contenders.iter().filter(|k| !k.options.is_empty()) {
         o += &format!("  {}: resoundd {}\n", k.label, k.options.join(" "));
     }
@@ -174,16 +177,80 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
     o
 }
 
+/// When the servers took turns in each place of the repetitions (the
+/// order rotated), a line of what each place counted over every server:
+/// lost blocks, xruns and the median end-of-chain p99. A place that does
+/// worse than the others whatever server ran in it says that the order
+/// weighs on the counts (the machine after a server stops, or as a run
+/// ages), and that a server's total is fair only because the places were
+/// shared out evenly.
+fn by_place(rs: &[RunResult], load: f64, servers: usize) -> String {
+    let ok: Vec<(usize, &RunMetrics)> = rs
+        .iter()
+        .filter(|r| r.load == load)
+        .filter_map(|r| r.metrics.as_ref().ok().map(|m| (r.place, m)))
+        .collect();
+    let at_load = || rs.iter().filter(|r| r.load == load);
+    // With a fixed order each server keeps one place, and a place's count
+    // is that server's.
+    let rotated = at_load()
+        .any(|r| at_load().any(|q| q.server.label == r.server.label && q.place != r.place));
+    if servers < 2 || !rotated {
+        return String::new();
+    }
+    let cells: Vec<String> = (0..servers)
+        .map(|place| {
+            let here: Vec<&RunMetrics> = ok
+                .iter()
+                .filter(|(p, _)| *p == place)
+                .map(|(_, m)| *m)
+                .collect();
+            let lost: u64 = here.iter().map(|m| m.lost).sum();
+            let xruns: u64 = here.iter().map(|m| m.xruns).sum();
+            let p99: Vec<f64> = here.iter().map(|m| m.eoc_p99).collect();
+            format!(
+                "{} {} runs: {lost} lost, {xruns} xruns, p99 {}",
+                ordinal(place + 1),
+                here.len(),
+                cell(median(&p99))
+            )
+        })
+        .collect();
+    format!(
+        "  by place in the repetition, every server: {}\n",
+        cells.join("; ")
+    )
+}
+
+/// 1st, 2nd, 3rd, 4th, …
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 /// Every run as CSV (one row per run).
 pub fn csv(rs: &[RunResult]) -> String {
-    let mut o = "load_pct,run,server,driver_thread,cycles".to_string();
+    let mut o = "load_pct,run,place,server,driver_thread,cycles".to_string();
     for m in METRICS {
         o += ",";
         o += m.key;
     }
     o += ",error\n";
     for r in rs {
-        o += &format!("{},{},{},{},", r.load, r.run + 1, r.server.label, r.driver);
+        o += &format!(
+            "{},{},{},{},{},",
+            r.load,
+            r.run + 1,
+            r.place + 1,
+            r.server.label,
+            r.driver
+        );
         match &r.metrics {
             Ok(m) => {
                 o += &m.cycles.to_string();
@@ -214,6 +281,7 @@ pub fn json(rs: &[RunResult], settings: Value) -> Value {
             json!({
                 "load_pct": r.load,
                 "run": r.run + 1,
+                "place": r.place + 1,
                 "server": r.server.label,
                 "driver_thread": r.driver,
                 "metrics": r.metrics.as_ref().map(|m| m.to_json()).unwrap_or(Value::Null),
@@ -233,6 +301,7 @@ mod tests {
         RunResult {
             load,
             run,
+            place: 0,
             server: server.clone(),
             driver: "t".into(),
             metrics: Ok(RunMetrics {
@@ -325,6 +394,7 @@ mod tests {
             RunResult {
                 load: 1.0,
                 run: 0,
+                place: 1,
                 server: broken.clone(),
                 driver: String::new(),
                 metrics: Err("resoundd exited".into()),
@@ -335,6 +405,47 @@ mod tests {
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells[cells.len() - 2..], ["-", "-"], "{t}");
         assert!(!t.contains("-0"), "{t}");
+    }
+
+    #[test]
+    fn rotated_places_get_a_line_of_their_own_counts() {
+        let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
+        let at = |run_i, place, server: &Contender, lost| {
+            let mut r = run(1.0, run_i, server, 1.0);
+            r.place = place;
+            if let Ok(m) = &mut r.metrics {
+                m.lost = lost;
+                m.eoc_p99 = 100.0 * (place + 1) as f64;
+            }
+            r
+        };
+        // The second place loses more, whichever server runs there.
+        let rs = vec![
+            at(0, 0, &jackd, 1),
+            at(0, 1, &fifo, 7),
+            at(1, 0, &fifo, 2),
+            at(1, 1, &jackd, 5),
+        ];
+        let t = table(&rs, 1.0, &[jackd.clone(), fifo.clone()], "head");
+        let line = t.lines().find(|l| l.contains("by place")).unwrap();
+        assert!(
+            line.contains("1st 2 runs: 3 lost, 0 xruns, p99 100.0")
+                && line.contains("2nd 2 runs: 12 lost, 0 xruns, p99 200.0"),
+            "{t}"
+        );
+        // In a fixed order a place is one server: no line.
+        let fixed = vec![at(0, 0, &jackd, 1), at(0, 1, &fifo, 7), at(1, 0, &jackd, 2)];
+        let t = table(&fixed, 1.0, &[jackd, fifo], "head");
+        assert!(!t.contains("by place"), "{t}");
+    }
+
+    #[test]
+    fn ordinals_read_as_words_do() {
+        let got: Vec<String> = [1, 2, 3, 4, 11, 12, 13, 21, 22].map(ordinal).into();
+        assert_eq!(
+            got,
+            ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd"]
+        );
     }
 
     #[test]
