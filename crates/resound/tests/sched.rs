@@ -253,6 +253,61 @@ fn min_budget_is_the_floor_of_a_light_clients_budget() {
     assert_kernel_agrees_with_status(&srv, "a");
 }
 
+/// A floor the ledger cannot hold for every client gives way: with a 20 %
+/// floor in a 0.5-CPU ledger, three light clients and the driver do not
+/// all fit, the first refusal lowers every floor to 5 % (said once in the
+/// log, and named in status from then on), and every client ends up with
+/// its reservation.
+#[test]
+fn a_full_ledger_lowers_the_floor_and_every_client_gets_in() {
+    let _serial = common::one_at_a_time();
+    if !deadline_or_skip("a_full_ledger_lowers_the_floor_and_every_client_gets_in") {
+        return;
+    }
+    let srv = Srv::start_without_rescue(&[
+        "--sched",
+        "deadline",
+        "--min-budget",
+        "20",
+        "--max-bandwidth",
+        "0.5",
+        "-d",
+        "dummy",
+        "-p",
+        "256",
+    ]);
+    let clients: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|name| srv.tool(name, &["load", "--busy", "1"]))
+        .collect();
+    wait_for(
+        "every client's reservation",
+        Duration::from_secs(10),
+        || {
+            let st = srv.status();
+            ["a", "b", "c"]
+                .iter()
+                .all(|n| res(&st, n).is_some_and(|r| r.policy == "SCHED_DEADLINE"))
+        },
+    );
+    let st = srv.status();
+    assert!(
+        st.sched
+            .contains("at least 5% (lowered from 20%: the ledger was full)"),
+        "{}",
+        st.sched
+    );
+    assert!(st.ledger_used <= 0.5 + 1e-9, "{}", st.ledger_used);
+    let log = srv.log();
+    assert_eq!(
+        log.matches("every budget floor goes from 20% down to 5%")
+            .count(),
+        1,
+        "{log}"
+    );
+    drop(clients);
+}
+
 /// A client that wants more than the ledger has left: its controller asks
 /// for the raise again and again, but a refused raise is asked again only
 /// after a pause, and the log says so once a second, not once a cycle.

@@ -98,6 +98,9 @@ pub struct Server {
     commands: Mutex<rtrb::Producer<Command>>,
     /// Scheduling mode as decided at start (after fallbacks).
     sched_desc: String,
+    /// Set once by the housekeeping thread when the driver reports that a
+    /// full ledger lowered every budget floor; read by status.
+    floors_lowered: AtomicBool,
     /// Whether reservations exist (deadline mode).
     deadline_mode: bool,
     /// Admission capacity of the ledger (CPUs).

@@ -246,11 +246,14 @@ impl Server {
                     self.on_refused(slot, asked_ppm, free_ppm, errno);
                 }
             }
-            RtEvent::FloorsLowered => warn!(
-                "the reservation ledger is full: every budget floor goes from {}% down to {}% of its period (--min-budget), for as long as this server runs",
-                self.cfg.server.min_budget_pct,
-                resound_sched::controller::THESIS_MIN_BUDGET_PCT
-            ),
+            RtEvent::FloorsLowered => {
+                self.floors_lowered.store(true, Ordering::Relaxed);
+                warn!(
+                    "the reservation ledger is full: every budget floor goes from {}% down to {}% of its period (--min-budget), for as long as this server runs",
+                    self.cfg.server.min_budget_pct,
+                    resound_sched::controller::THESIS_MIN_BUDGET_PCT
+                )
+            }
             RtEvent::Fallback { slot, fifo } => {
                 warn!(
                     "{} runs {} instead of a reservation",

@@ -84,6 +84,16 @@ fn light_shares(a: &crate::config::ServerArgs) -> (f64, f64) {
     }
 }
 
+/// The description `desc` of deadline mode once a full ledger has lowered
+/// every budget floor from `configured` to `lowered` % of the period:
+/// status then names the floor in force, and why.
+pub(super) fn with_lowered_floors(desc: &str, configured: f64, lowered: f64) -> String {
+    desc.replace(
+        &format!("at least {configured}%"),
+        &format!("at least {lowered}% (lowered from {configured}%: the ledger was full)"),
+    )
+}
+
 /// How deadline mode shows in status and logs: budget rule, reclaiming,
 /// period multiplier (N, or the `auto` rule), deadline rule, ledger capacity.
 fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> String {
@@ -117,4 +127,31 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
         },
         ledger_capacity
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ServerArgs;
+    use clap::Parser;
+
+    fn description(args: &[&str]) -> String {
+        let argv = std::iter::once("resoundd").chain(args.iter().copied());
+        deadline_description(&ServerArgs::try_parse_from(argv).unwrap(), 1.8)
+    }
+
+    #[test]
+    fn status_names_a_lowered_floor_and_why() {
+        let desc = description(&["--min-budget", "12.5"]);
+        assert!(desc.contains("+10%, at least 12.5%,"), "{desc}");
+        let lowered = with_lowered_floors(&desc, 12.5, 5.0);
+        let why = " (lowered from 12.5%: the ledger was full)";
+        assert!(lowered.contains(&format!("at least 5%{why},")), "{lowered}");
+        assert_eq!(
+            lowered
+                .replace(why, "")
+                .replace("at least 5%", "at least 12.5%"),
+            desc
+        );
+    }
 }

@@ -71,6 +71,7 @@ impl Server {
             commands: Mutex::new(commands),
             deadline_mode: driver.deadline_mode(),
             sched_desc: driver.sched_desc.clone(),
+            floors_lowered: AtomicBool::new(false),
             ledger_capacity: driver.ledger.capacity(),
             profile: profile.clone(),
             internals: Internals::default(),

@@ -34,6 +34,19 @@ impl Server {
             .collect()
     }
 
+    /// The scheduling mode, with the budget floor in force.
+    fn sched_now(&self) -> String {
+        if self.floors_lowered.load(Ordering::Relaxed) {
+            super::sched_mode::with_lowered_floors(
+                &self.sched_desc,
+                self.cfg.server.min_budget_pct,
+                resound_sched::controller::THESIS_MIN_BUDGET_PCT,
+            )
+        } else {
+            self.sched_desc.clone()
+        }
+    }
+
     /// The `Status` reply: timing, clients, scheduling, reservations.
     pub(super) fn status(&self, st: &State) -> Status {
         let h = self.view.header();
@@ -61,7 +74,7 @@ impl Server {
             driver_sched: self.driver_sched_now(),
             driver_cpu_ns: self.view.record(0).map_or(0, |r| r.last_cpu().1),
             clients,
-            sched: self.sched_desc.clone(),
+            sched: self.sched_now(),
             ledger_used: self.engine.ledger_ppm.load(Ordering::Relaxed) as f64 / 1e6,
             ledger_departed: self.engine.departed_ppm.load(Ordering::Relaxed) as f64 / 1e6,
             // Also without reservations of its own when threads outside the graph are admitted.
