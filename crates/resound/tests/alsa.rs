@@ -416,17 +416,6 @@ fn refused_rate_fails_at_start_with_the_supported_rates() {
     );
 }
 
-/// Runs `prog args` through `resound run` against `srv`, to completion.
-fn jack_program(srv: &Srv, prog: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(RESOUND);
-    c.env("RESOUND_DIR", &srv.dir)
-        .env_remove("RESOUND_SERVER")
-        .env_remove("JACK_DEFAULT_SERVER")
-        .args(["-s", &srv.name, "run", "--", prog])
-        .args(args);
-    c
-}
-
 /// Debian's jack_lsp shows the ALSA driver's latencies (capture one period
 /// plus -I, playback n-1 periods plus -O plus one in async mode) and
 /// jack_simple_client's sine reaches the playback device.
@@ -453,7 +442,7 @@ fn distribution_jack_programs_on_alsa() {
     let args = "-d alsa -C rtest_cap -P rtest_play -p 256 -n 3 -i 2 -o 2 -I 7 -O 11";
     let args: Vec<&str> = args.split_whitespace().collect();
     let mut srv = Srv::start_with_env(&args, &[("ALSA_CONFIG_PATH", &config_path_env(&conf))]);
-    let o = jack_program(&srv, lsp, &["-l"]).output().unwrap();
+    let o = srv.run_program(lsp, &["-l"]).output().unwrap();
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{text}");
     assert!(
@@ -466,7 +455,7 @@ fn distribution_jack_programs_on_alsa() {
         text.contains("system:playback_1\n\tport playback latency = [ 779 779 ]"),
         "playback: 2 x 256 + 256 (async) + 11:\n{text}"
     );
-    let mut client = jack_program(&srv, simple, &[]).spawn().unwrap();
+    let mut client = srv.run_program(simple, &[]).spawn().unwrap();
     wait_for(
         "jack_simple_client's cycles",
         Duration::from_secs(15),

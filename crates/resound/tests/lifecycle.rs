@@ -119,12 +119,7 @@ fn a_quitting_client_keeps_its_downstream_running_on_silence_until_deactivated()
     wait_for("q to quit", Duration::from_secs(10), || {
         quit_cycle.load(Ordering::Acquire) != 0
     });
-    wait_for("q to be deactivated", Duration::from_secs(20), || {
-        srv.status()
-            .clients
-            .iter()
-            .any(|c| c.name == "q" && !c.active)
-    });
+    srv.wait_inactive("q", Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(100));
     let st = srv.status();
     let xruns = xruns_of_b(&st) - x0;

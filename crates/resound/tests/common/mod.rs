@@ -72,6 +72,19 @@ impl std::ops::Deref for Srv {
 }
 
 impl Srv {
+    /// `resound -s SERVER run -- PROG ARGS`: a JACK program run against
+    /// this server through resound's libjack, whatever the environment
+    /// names as the default server.
+    pub fn run_program(&self, prog: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(RESOUND);
+        c.env("RESOUND_DIR", &self.dir)
+            .env_remove("RESOUND_SERVER")
+            .env_remove("JACK_DEFAULT_SERVER")
+            .args(["-s", &self.name, "run", "--", prog])
+            .args(args);
+        c
+    }
+
     /// Starts `resoundd -n <unique> ARGS` and waits until it accepts sessions.
     pub fn start(args: &[&str]) -> Srv {
         Srv::start_with_env(args, &[])
@@ -111,6 +124,17 @@ impl Srv {
     /// Status via a fresh control session.
     pub fn status(&self) -> Status {
         self.ctl().status().expect("status")
+    }
+
+    /// Waits until status shows the client `name` connected and inactive
+    /// (the server deactivated it), failing the test after `timeout`.
+    pub fn wait_inactive(&self, name: &str, timeout: Duration) {
+        wait_for(&format!("{name} to be deactivated"), timeout, || {
+            self.status()
+                .clients
+                .iter()
+                .any(|c| c.name == name && !c.active)
+        });
     }
 
     /// Opens a native client from the test process.

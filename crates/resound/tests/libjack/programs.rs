@@ -101,17 +101,6 @@ pub(crate) fn dist(test: &str, name: &str) -> Option<String> {
     }
 }
 
-/// `resound -s SERVER run -- PROG ARGS` against the test server.
-pub(crate) fn run_cmd(srv: &Srv, prog: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(RESOUND);
-    c.env("RESOUND_DIR", &srv.dir)
-        .env_remove("RESOUND_SERVER")
-        .env_remove("JACK_DEFAULT_SERVER")
-        .args(["-s", &srv.name, "run", "--", prog])
-        .args(args);
-    c
-}
-
 /// Runs a program to completion (with a timeout) and returns (status, stdout, stderr).
 pub(crate) fn run_to_end(
     srv: &Srv,
@@ -119,7 +108,7 @@ pub(crate) fn run_to_end(
     args: &[&str],
     stdin: &str,
 ) -> (i32, String, String) {
-    let mut c = run_cmd(srv, prog, args);
+    let mut c = srv.run_program(prog, args);
     c.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -155,7 +144,7 @@ pub(crate) struct Bg {
 
 impl Bg {
     pub(crate) fn start(srv: &Srv, prog: &str, args: &[&str]) -> Bg {
-        let mut c = run_cmd(srv, prog, args);
+        let mut c = srv.run_program(prog, args);
         c.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());

@@ -231,12 +231,7 @@ fn a_jack_client_whose_process_fails_keeps_its_downstream_running_on_silence() {
     let x0 = xruns_of(&srv.status(), "chk");
     // Its registration arms q's quit and keeps q's notification thread busy.
     let z = srv.client("z");
-    wait_for("q to be deactivated", Duration::from_secs(20), || {
-        srv.status()
-            .clients
-            .iter()
-            .any(|c| c.name == "q" && !c.active)
-    });
+    srv.wait_inactive("q", Duration::from_secs(20));
     std::thread::sleep(Duration::from_millis(100));
     let xruns = xruns_of(&srv.status(), "chk") - x0;
     let r = check.stop();
