@@ -107,6 +107,18 @@ fn count_pairs(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) ->
     format!("{fewer} fewer, {more} more")
 }
 
+/// A count's cell: the total over the runs, and in brackets the median
+/// run's count, which one run's episode does not move.
+fn count_cell(per_run: &[f64]) -> String {
+    let mid = median(per_run);
+    let mid = if mid.fract() == 0.0 {
+        format!("{mid:.0}")
+    } else {
+        format!("{mid:.1}")
+    };
+    format!("{:.0} ({mid})", per_run.iter().sum::<f64>())
+}
+
 fn cell(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.1}")
@@ -141,7 +153,7 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
             let shown = if v.is_empty() {
                 "-".into()
             } else if m.count {
-                format!("{:.0}", v.iter().sum::<f64>())
+                count_cell(&v)
             } else {
                 cell(median(&v))
             };
@@ -159,7 +171,7 @@ pub fn table(rs: &[RunResult], load: f64, contenders: &[Contender], head: &str) 
         o += "\n";
     }
     if with_jackd {
-        o += "  counts: totals over the runs; beside them, in how many runs the server counted fewer and more than jackd2's run of the same repetition\n";
+        o += "  counts: totals over the runs (the median run's count in brackets); beside them, in how many runs the server counted fewer and more than jackd2's run of the same repetition\n";
     }
     o += &by_place(rs, load, contenders.len());
     for k in contenders.iter().filter(|k| !k.options.is_empty()) {
@@ -379,8 +391,11 @@ mod tests {
         );
         let t = table(&rs, 1.0, &[jackd, fifo], "head");
         let row = t.lines().find(|l| l.starts_with("lost blocks")).unwrap();
+        // Totals 9 and 10; medians of 0, 2, 3, 4 and 0, 0, 1, 9.
         assert!(
-            row.contains(" 9 ") && row.contains("10") && row.contains("2 fewer, 1 more"),
+            row.contains(" 9 (2.5) ")
+                && row.contains(" 10 (0.5) ")
+                && row.contains("2 fewer, 1 more"),
             "{t}"
         );
     }
