@@ -276,16 +276,14 @@ fn a_full_ledger_lowers_the_floor_and_every_client_gets_in() {
         "-p",
         "256",
     ]);
-    let clients: Vec<_> = ["a", "b", "c"]
-        .iter()
-        .map(|name| srv.tool(name, &["load", "--busy", "1"]))
-        .collect();
+    let names = ["a", "b", "c"];
+    let clients = srv.tools(&names, &["load", "--busy", "1"]);
     wait_for(
         "every client's reservation",
         Duration::from_secs(10),
         || {
             let st = srv.status();
-            ["a", "b", "c"]
+            names
                 .iter()
                 .all(|n| res(&st, n).is_some_and(|r| r.policy == "SCHED_DEADLINE"))
         },
@@ -642,10 +640,7 @@ fn critical_path_deadlines_leave_room_for_the_rest_of_the_chain() {
         "-p",
         "256",
     ]);
-    let _t: Vec<_> = ["a", "b", "c"]
-        .iter()
-        .map(|n| srv.tool(n, &["load", "--busy", "10"]))
-        .collect();
+    let _t = srv.tools(&["a", "b", "c"], &["load", "--busy", "10"]);
     let ctl = srv.ctl();
     for (s, d) in [
         ("system:capture_1", "a:in"),

@@ -164,6 +164,11 @@ impl Srv {
         }
     }
 
+    /// [`Srv::tool`] once per name, each with the same `args`.
+    pub fn tools(&self, names: &[&str], args: &[&str]) -> Vec<Tool> {
+        names.iter().map(|name| self.tool(name, args)).collect()
+    }
+
     /// Starts `resound-tool -n NAME ARGS` without waiting for it.
     pub fn spawn_tool(&self, name: &str, args: &[&str]) -> Tool {
         Tool {
