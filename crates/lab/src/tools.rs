@@ -200,31 +200,48 @@ impl Stats {
             .collect()
     }
 
-    /// (bad cycles, gaps) not within [x-1, x+3] of an xrun cycle x; events
-    /// past the log's capacity count as unexplained (as bad cycles, once).
+    /// (bad cycles, gaps) no xrun explains ([`Self::unexplained_events`]);
+    /// events past the log's capacity count as unexplained (as bad cycles,
+    /// once).
     fn unexplained(&self, xruns: &[u64]) -> (u64, u64) {
         let n = self.n_events.load(Ordering::Relaxed) as usize;
-        let mut sorted = xruns.to_vec();
-        sorted.sort_unstable();
-        // An xrun in [cycle - 3, cycle + 1] explains the event.
-        let explained = |cycle: u64| {
-            let i = sorted.partition_point(|&x| x < cycle.saturating_sub(3));
-            sorted.get(i).is_some_and(|&x| x <= cycle + 1)
-        };
         let (mut bad, mut gaps) = (0, 0);
-        for e in self.events.iter().take(n.min(EVENT_CAP)) {
-            let v = e.load(Ordering::Relaxed);
-            let (cycle, gap) = (v >> 1, v & 1 == 1);
-            if !explained(cycle) {
-                if gap {
-                    gaps += 1
-                } else {
-                    bad += 1
-                }
+        for e in self.unexplained_events(xruns) {
+            if e[3] == 1 {
+                gaps += 1
+            } else {
+                bad += 1
             }
         }
         let over = n.saturating_sub(EVENT_CAP) as u64;
         (bad + over, gaps)
+    }
+
+    /// The remembered events ([`Self::event_list`]) that no xrun cycle
+    /// explains. An xrun in [cycle - 3, cycle + 1] explains an event; a
+    /// gap, blocks missing since the last cycle the check saw, is
+    /// explained from that cycle on too: an xrun anywhere in
+    /// [seen - 3, cycle + 1], seen being the cycle that began at its
+    /// `last_seen_ns`. A client held for many cycles sees one gap at its
+    /// next cycle, while the xruns of its stall came when it began.
+    fn unexplained_events(&self, xruns: &[u64]) -> Vec<[u64; 5]> {
+        let mut sorted = xruns.to_vec();
+        sorted.sort_unstable();
+        let any_in = |lo: u64, hi: u64| {
+            let i = sorted.partition_point(|&x| x < lo);
+            sorted.get(i).is_some_and(|&x| x <= hi)
+        };
+        self.event_list()
+            .into_iter()
+            .filter(|&[cycle, start, period, gap, seen]| {
+                let from = if gap == 1 && seen != 0 && period != 0 && seen < start {
+                    cycle.saturating_sub((start - seen + period / 2) / period)
+                } else {
+                    cycle
+                };
+                !any_in(from.saturating_sub(3), cycle + 1)
+            })
+            .collect()
     }
 }
 
@@ -581,6 +598,25 @@ fn activate(
     client.activate(f).map_err(|e| format!("activate: {e}"))
 }
 
+/// The first 8 events no xrun explains, each as its `[cycle, start_ns,
+/// period_ns, gap, last_seen_ns]` with the xrun cycles just before and
+/// after it (null where there is none).
+fn unexplained_with_neighbours(s: &Stats, xruns: &[u64]) -> serde_json::Value {
+    let mut sorted = xruns.to_vec();
+    sorted.sort_unstable();
+    let events: Vec<serde_json::Value> = s
+        .unexplained_events(xruns)
+        .into_iter()
+        .take(8)
+        .map(|e| {
+            let i = sorted.partition_point(|&x| x < e[0]);
+            let before = i.checked_sub(1).map(|j| sorted[j]);
+            json!({ "event": e, "xrun_before": before, "xrun_after": sorted.get(i) })
+        })
+        .collect();
+    json!(events)
+}
+
 fn report(
     client: &Client,
     s: &Stats,
@@ -603,6 +639,9 @@ fn report(
         "xruns_seen": xruns.all.len(),
         "bad_unexplained": bad_unexplained,
         "gaps_unexplained": gaps_unexplained,
+        // What to look at when either is not 0: the first unexplained
+        // events, each with the xrun cycles nearest it.
+        "unexplained": if last { unexplained_with_neighbours(s, &xruns.all) } else { serde_json::Value::Null },
         "driver_xruns_seen": xruns.driver.len(),
         "bad_unexplained_by_driver": bad_not_driver,
         "gaps_unexplained_by_driver": gaps_not_driver,
@@ -619,4 +658,56 @@ fn report(
         // or ref gap (the first EVENT_CAP), in the final report only.
         "lost_blocks": if last { json!(s.event_list()) } else { serde_json::Value::Null },
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const P: u64 = 5_333_333;
+
+    /// Stats holding `events` as the check would have remembered them:
+    /// (cycle, gap, cycles since the last one seen; 0: none).
+    fn stats_with(events: &[(u64, bool, u64)]) -> Stats {
+        let s = Stats::default();
+        for (i, &(cycle, gap, back)) in events.iter().enumerate() {
+            s.events[i].store(cycle << 1 | gap as u64, Ordering::Relaxed);
+            let start = 1_000_000_000 + cycle * P;
+            let seen = if back == 0 { 0 } else { start - back * P };
+            let [a, b, c] = &s.event_times[i];
+            a.store(start, Ordering::Relaxed);
+            b.store(P, Ordering::Relaxed);
+            c.store(seen, Ordering::Relaxed);
+        }
+        s.n_events.store(events.len() as u64, Ordering::Relaxed);
+        s
+    }
+
+    #[test]
+    fn an_xrun_near_an_event_explains_it() {
+        let s = stats_with(&[(100, false, 0), (200, true, 1)]);
+        assert_eq!(s.unexplained(&[97, 201]), (0, 0));
+        assert_eq!(s.unexplained(&[96, 202]), (1, 1));
+    }
+
+    #[test]
+    fn a_long_gap_is_explained_by_an_xrun_where_it_began() {
+        // The check last saw cycle 200 and next ran in 215: the xruns of
+        // its stall came at 201-203.
+        let s = stats_with(&[(215, true, 15)]);
+        assert_eq!(s.unexplained(&[201]), (0, 0));
+        assert_eq!(s.unexplained(&[150, 220]), (0, 1));
+        // A bad block is not a gap: only the xruns around it count.
+        let s = stats_with(&[(215, false, 0)]);
+        assert_eq!(s.unexplained(&[201]), (1, 0));
+    }
+
+    #[test]
+    fn the_report_names_the_xruns_around_an_unexplained_event() {
+        let s = stats_with(&[(100, false, 0)]);
+        let v = unexplained_with_neighbours(&s, &[150, 90, 20]);
+        assert_eq!(v[0]["xrun_before"], 90, "{v}");
+        assert_eq!(v[0]["xrun_after"], 150, "{v}");
+        assert_eq!(v[0]["event"][0], 100, "{v}");
+    }
 }
