@@ -64,7 +64,8 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         }
         self.prev = Some((cur, a.cycle));
         if self.sync || a.freewheel {
-            self.wait_for_graph(view, &table, a);
+            let complete = self.wait_for_graph(view, &table, a);
+            self.playback_cut = (!complete && !a.freewheel).then(|| (a.cycle, self.clock.now_ns()));
             self.write_playback(view, table, a.frames);
         }
     }
@@ -78,6 +79,11 @@ impl<D: Driver, C: Clock> Engine<D, C> {
         };
         let mut verdicts = std::mem::take(&mut self.verdicts);
         judge_all(view, view.table(pidx), pcycle, &mut verdicts);
+        if let Some((cycle, cut_ns)) = self.playback_cut.take() {
+            if cycle == pcycle {
+                verdicts.iter_mut().for_each(|v| v.missed_playback(cut_ns));
+            }
+        }
         self.warm.note(view, &verdicts);
         self.verdicts = verdicts;
         Some(pcycle)
@@ -252,27 +258,30 @@ impl<D: Driver, C: Clock> Engine<D, C> {
     /// nodes) released the cycle, bounded by the next cycle's start;
     /// freewheeling, by [`FREEWHEEL_WAIT_NS`] or until the graph is done
     /// (see [`Self::keep_waiting`]). A stopping server is noticed at the
-    /// latest at the bound. Real-time safe.
-    fn wait_for_graph(&mut self, view: &View, table: &Table<'_>, a: CycleArgs) {
+    /// latest at the bound. Returns whether the graph finished. Real-time
+    /// safe.
+    fn wait_for_graph(&mut self, view: &View, table: &Table<'_>, a: CycleArgs) -> bool {
         if a.freewheel && table.up_count(0) == 0 {
             // Nothing to run: do not spin, keep the pace of the clock.
             self.clock.sleep_until(a.next);
-            return;
+            return true;
         }
         let tag = a.cycle as u32;
         let mut deadline = self.graph_deadline(a);
         loop {
             let (word, seen) = match readiness(view, table, 0, tag) {
-                Readiness::Ready { .. } | Readiness::Ahead => return,
+                Readiness::Ready { .. } | Readiness::Ahead => return true,
                 Readiness::Behind(word, seen) => (word, seen),
             };
             match self.clock.wait_changed(word, seen, Some(deadline)) {
-                futex::Wait::Changed(_) if self.shared.stop.load(Ordering::Acquire) => return,
+                futex::Wait::Changed(_) if self.shared.stop.load(Ordering::Acquire) => {
+                    return false
+                }
                 futex::Wait::Changed(_) => {}
                 futex::Wait::TimedOut if self.keep_waiting(view, a) => {
                     deadline = self.graph_deadline(a);
                 }
-                futex::Wait::TimedOut => return,
+                futex::Wait::TimedOut => return false,
             }
         }
     }

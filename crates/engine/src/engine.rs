@@ -80,6 +80,10 @@ pub struct Engine<D: Driver, C: Clock> {
     pub(crate) mix: Vec<f32>,
     /// Table and cycle of the previous cycle, for the look-back.
     pub(crate) prev: Option<(usize, u64)>,
+    /// Sync mode: the cycle whose graph had not finished when the driver
+    /// stopped waiting and took its playback, and when (the clock's ns);
+    /// its look-back counts the nodes that finished after that as late.
+    pub(crate) playback_cut: Option<(u64, u64)>,
     /// Start (ns) and period (ns) of the previous cycle.
     pub(crate) prev_start: (u64, u64),
     /// Transport state machine.
@@ -133,6 +137,7 @@ impl<D: Driver, C: Clock> Engine<D, C> {
             playback: channels(cfg.playback),
             mix: vec![0.0; caps.max_frames as usize],
             prev: None,
+            playback_cut: None,
             prev_start: (0, 0),
             transport: TransportEngine::new(caps.max_clients),
             load: LoadStats::default(),

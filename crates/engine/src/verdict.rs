@@ -110,6 +110,22 @@ impl Verdict {
         }
     }
 
+    /// Sync mode: the driver gave up waiting for the graph of this
+    /// verdict's cycle and took its playback at `cut_ns` (the clock's
+    /// time). A node that finished at or after the cut was judged finished
+    /// (the look-back comes later) but missed the playback: it was late,
+    /// woken in time and short itself, or, when its inputs came only at or
+    /// after the cut, waiting on a late upstream node. Real-time safe.
+    pub fn missed_playback(&mut self, cut_ns: u64) {
+        if self.outcome == Outcome::Finished && self.finish_ns >= cut_ns {
+            self.outcome = if self.signal_ns >= cut_ns {
+                Outcome::Waiting
+            } else {
+                Outcome::Woken
+            };
+        }
+    }
+
     /// Late (an xrun of this node). Real-time safe.
     pub fn late(&self) -> bool {
         matches!(self.outcome, Outcome::Woken | Outcome::Waiting)

@@ -106,6 +106,55 @@ fn a_late_client_is_one_xrun_per_cycle_with_its_slot() {
     assert_eq!(rig.shared.res[b as usize].xruns.load(Ordering::Relaxed), 2);
 }
 
+/// Sync mode: a node that finishes after the driver stopped waiting for
+/// the graph and took the playback, but before the next look-back, missed
+/// that playback. The look-back finds it finished, and it is still an
+/// xrun, of that node. (Whether it counts as short itself or as waiting
+/// on its upstream compares the cut with when its inputs were released,
+/// which libjack stamps on CLOCK_MONOTONIC, not on the simulated clock:
+/// `verdict.rs` tests that rule.)
+#[test]
+fn in_sync_mode_a_node_finishing_after_the_playback_was_taken_is_late() {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b"],
+        sync: true,
+        ..Default::default()
+    });
+    rig.run(5);
+    assert_eq!(rig.xruns(), 0);
+    rig.drain();
+    rig.play("b", Play::MissesTheWait);
+    rig.run(1);
+    rig.play("b", Play::OnTime);
+    rig.run(3);
+    let b = rig.slot("b");
+    let late: Vec<u32> = rig
+        .drain()
+        .into_iter()
+        .filter_map(|e| match e {
+            RtEvent::Late { slot, .. } => Some(slot),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(late, [b]);
+    assert_eq!(rig.xruns(), 1);
+}
+
+/// In async mode the playback of a cycle is taken at the next cycle's
+/// look-back, so a node that finished before that look-back made it.
+#[test]
+fn in_async_mode_a_node_finishing_before_the_look_back_is_on_time() {
+    let mut rig = Rig::new(Setup {
+        chain: vec!["a", "b"],
+        sync: false,
+        ..Default::default()
+    });
+    rig.run(5);
+    rig.play("b", Play::MissesTheWait);
+    rig.run(3);
+    assert_eq!(rig.xruns(), 0);
+}
+
 #[test]
 fn a_driver_waking_more_than_a_period_late_resyncs() {
     let mut rig = Rig::new(Setup::default());

@@ -98,3 +98,29 @@ fn an_impossible_status_is_corrupt_even_if_finished() {
     assert_eq!(j.outcome, Outcome::Corrupt(0xdead));
     assert!(!j.late() && !j.finished());
 }
+
+/// Sync mode: the driver took the playback at a cut with the graph
+/// unfinished. A node that finished before the cut made it; one that
+/// finished at or after it is late: short itself if its inputs came before
+/// the cut, waiting on its upstream if they came after.
+#[test]
+fn a_node_finishing_after_the_playback_cut_is_late() {
+    let v = view();
+    let r = v.record(1).unwrap();
+    set(r, 7, NodeStatus::Finished, true);
+    let judged = |signal_ns: u64, cut_ns: u64| {
+        let mut j = Verdict::judge(r, 1, 42, 7, Some(signal_ns));
+        j.missed_playback(cut_ns);
+        (j.outcome, j.late())
+    };
+    // Finished at 400.
+    assert_eq!(judged(100, 401), (Outcome::Finished, false));
+    assert_eq!(judged(100, 400), (Outcome::Woken, true));
+    assert_eq!(judged(100, 300), (Outcome::Woken, true));
+    assert_eq!(judged(350, 300), (Outcome::Waiting, true));
+    // A node already late stays as it was.
+    set(r, 7, NodeStatus::Running, false);
+    let mut j = Verdict::judge(r, 1, 42, 7, Some(100));
+    j.missed_playback(50);
+    assert_eq!(j.outcome, Outcome::Woken);
+}

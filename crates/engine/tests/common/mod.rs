@@ -54,6 +54,10 @@ pub enum Play {
     Stuck,
     /// Runs for this long (simulated ns), then finishes.
     Busy(u64),
+    /// Wakes and stays running while the driver waits for the graph, and
+    /// finishes at the driver's next sleep: after the driver gave up on the
+    /// graph, before its next look-back.
+    MissesTheWait,
 }
 
 /// What the simulated clients do and saw.
@@ -217,8 +221,10 @@ fn run_block(view: &View, clock: &SimClock, clients: &mut Clients, slot: u32, cy
     let Some(r) = view.record(slot) else {
         return false;
     };
+    let waiting = matches!(clients.points.last(), Some((SimPoint::Wait { .. }, _)));
     match clients.play.get(&slot) {
         Some(Play::Stuck) => return false,
+        Some(Play::MissesTheWait) if waiting => return false,
         Some(Play::Busy(ns)) => clock.advance(*ns),
         _ => {}
     }
