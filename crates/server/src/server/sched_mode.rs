@@ -44,7 +44,7 @@ pub(super) fn sched_mode(cfg: &Config) -> (Mode, String, resound_sched::Ledger) 
 fn deadline_mode(cfg: &Config, ledger_capacity: f64) -> (Mode, String) {
     let a = &cfg.server;
     let c = controller_config(cfg);
-    let desc = deadline_description(a, ledger_capacity);
+    let desc = deadline_description(a, ledger_capacity, None);
     (
         Mode::Deadline {
             cfg: c,
@@ -84,19 +84,24 @@ fn light_shares(a: &crate::config::ServerArgs) -> (f64, f64) {
     }
 }
 
-/// The description `desc` of deadline mode once a full ledger has lowered
-/// every budget floor from `configured` to `lowered` % of the period:
-/// status then names the floor in force, and why.
-pub(super) fn with_lowered_floors(desc: &str, configured: f64, lowered: f64) -> String {
-    desc.replace(
-        &format!("at least {configured}%"),
-        &format!("at least {lowered}% (lowered from {configured}%: the ledger was full)"),
-    )
+/// The budget floor as status shows it: the configured one (% of the
+/// period), or, once a full ledger lowered every floor, the one in force
+/// and why.
+fn floor_text(configured: f64, lowered: Option<f64>) -> String {
+    match lowered {
+        Some(l) => format!("at least {l}% (lowered from {configured}%: the ledger was full)"),
+        None => format!("at least {configured}%"),
+    }
 }
 
-/// How deadline mode shows in status and logs: budget rule, reclaiming,
+/// How deadline mode shows in status and logs: budget rule (with the floor
+/// in force: `lowered_floor` once a full ledger lowered it), reclaiming,
 /// period multiplier (N, or the `auto` rule), deadline rule, ledger capacity.
-fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> String {
+pub(super) fn deadline_description(
+    a: &crate::config::ServerArgs,
+    ledger_capacity: f64,
+    lowered_floor: Option<f64>,
+) -> String {
     let multiplier = match a.period_multiplier {
         PeriodMultiplier::Fixed(n) => format!("x{n}"),
         // The multiplier in use changes with the buffer size: status shows it apart.
@@ -107,8 +112,11 @@ fn deadline_description(a: &crate::config::ServerArgs, ledger_capacity: f64) -> 
         match a.fixed_budget {
             Some(p) => format!("fixed budget {p}%"),
             None => format!(
-                "feedback: p{} of {} cycles +{}%, at least {}%",
-                a.percentile, a.window, a.overprovision, a.min_budget_pct
+                "feedback: p{} of {} cycles +{}%, {}",
+                a.percentile,
+                a.window,
+                a.overprovision,
+                floor_text(a.min_budget_pct, lowered_floor)
             ),
         },
         if a.reclaim() {
@@ -135,16 +143,17 @@ mod tests {
     use crate::config::ServerArgs;
     use clap::Parser;
 
-    fn description(args: &[&str]) -> String {
+    fn description(args: &[&str], lowered_floor: Option<f64>) -> String {
         let argv = std::iter::once("resoundd").chain(args.iter().copied());
-        deadline_description(&ServerArgs::try_parse_from(argv).unwrap(), 1.8)
+        let a = ServerArgs::try_parse_from(argv).unwrap();
+        deadline_description(&a, 1.8, lowered_floor)
     }
 
     #[test]
     fn status_names_a_lowered_floor_and_why() {
-        let desc = description(&["--min-budget", "12.5"]);
+        let desc = description(&["--min-budget", "12.5"], None);
         assert!(desc.contains("+10%, at least 12.5%,"), "{desc}");
-        let lowered = with_lowered_floors(&desc, 12.5, 5.0);
+        let lowered = description(&["--min-budget", "12.5"], Some(5.0));
         let why = " (lowered from 12.5%: the ledger was full)";
         assert!(lowered.contains(&format!("at least 5%{why},")), "{lowered}");
         assert_eq!(

@@ -34,13 +34,14 @@ impl Server {
             .collect()
     }
 
-    /// The scheduling mode, with the budget floor in force.
+    /// The scheduling mode, with the budget floor in force (floors are
+    /// lowered only in deadline mode).
     fn sched_now(&self) -> String {
         if self.floors_lowered.load(Ordering::Relaxed) {
-            super::sched_mode::with_lowered_floors(
-                &self.sched_desc,
-                self.cfg.server.min_budget_pct,
-                resound_sched::controller::THESIS_MIN_BUDGET_PCT,
+            super::sched_mode::deadline_description(
+                &self.cfg.server,
+                self.ledger_capacity,
+                Some(resound_sched::controller::THESIS_MIN_BUDGET_PCT),
             )
         } else {
             self.sched_desc.clone()
