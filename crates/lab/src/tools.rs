@@ -200,9 +200,9 @@ impl Stats {
             .collect()
     }
 
-    /// (bad cycles, gaps) no xrun explains ([`Self::unexplained_events`]);
-    /// events past the log's capacity count as unexplained (as bad cycles,
-    /// once).
+    /// (bad cycles, gaps) no xrun of `xruns` (sorted) explains
+    /// ([`Self::unexplained_events`]); events past the log's capacity count
+    /// as unexplained (as bad cycles, once).
     fn unexplained(&self, xruns: &[u64]) -> (u64, u64) {
         let n = self.n_events.load(Ordering::Relaxed) as usize;
         let (mut bad, mut gaps) = (0, 0);
@@ -217,19 +217,18 @@ impl Stats {
         (bad + over, gaps)
     }
 
-    /// The remembered events ([`Self::event_list`]) that no xrun cycle
-    /// explains. An xrun in [cycle - 3, cycle + 1] explains an event; a
+    /// The remembered events ([`Self::event_list`]) that no xrun cycle of
+    /// `xruns` (sorted) explains. An xrun in [cycle - 3, cycle + 1] explains an event; a
     /// gap, blocks missing since the last cycle the check saw, is
     /// explained from that cycle on too: an xrun anywhere in
     /// [seen - 3, cycle + 1], seen being the cycle that began at its
     /// `last_seen_ns`. A client held for many cycles sees one gap at its
     /// next cycle, while the xruns of its stall came when it began.
     fn unexplained_events(&self, xruns: &[u64]) -> Vec<[u64; 5]> {
-        let mut sorted = xruns.to_vec();
-        sorted.sort_unstable();
+        debug_assert!(xruns.is_sorted());
         let any_in = |lo: u64, hi: u64| {
-            let i = sorted.partition_point(|&x| x < lo);
-            sorted.get(i).is_some_and(|&x| x <= hi)
+            let i = xruns.partition_point(|&x| x < lo);
+            xruns.get(i).is_some_and(|&x| x <= hi)
         };
         self.event_list()
             .into_iter()
@@ -598,20 +597,18 @@ fn activate(
     client.activate(f).map_err(|e| format!("activate: {e}"))
 }
 
-/// The first 8 events no xrun explains, each as its `[cycle, start_ns,
-/// period_ns, gap, last_seen_ns]` with the xrun cycles just before and
-/// after it (null where there is none).
+/// The first 8 events no xrun of `xruns` (sorted) explains, each as its
+/// `[cycle, start_ns, period_ns, gap, last_seen_ns]` with the xrun cycles
+/// just before and after it (null where there is none).
 fn unexplained_with_neighbours(s: &Stats, xruns: &[u64]) -> serde_json::Value {
-    let mut sorted = xruns.to_vec();
-    sorted.sort_unstable();
     let events: Vec<serde_json::Value> = s
         .unexplained_events(xruns)
         .into_iter()
         .take(8)
         .map(|e| {
-            let i = sorted.partition_point(|&x| x < e[0]);
-            let before = i.checked_sub(1).map(|j| sorted[j]);
-            json!({ "event": e, "xrun_before": before, "xrun_after": sorted.get(i) })
+            let i = xruns.partition_point(|&x| x < e[0]);
+            let before = i.checked_sub(1).map(|j| xruns[j]);
+            json!({ "event": e, "xrun_before": before, "xrun_after": xruns.get(i) })
         })
         .collect();
     json!(events)
@@ -624,7 +621,10 @@ fn report(
     last: bool,
 ) -> serde_json::Value {
     let ld = |a: &AtomicU64| a.load(Ordering::Relaxed);
-    let xruns = xruns.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut xruns = xruns.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // Sorted once: every lookup below bisects them.
+    xruns.all.sort_unstable();
+    xruns.driver.sort_unstable();
     let (bad_unexplained, gaps_unexplained) = s.unexplained(&xruns.all);
     let (bad_not_driver, gaps_not_driver) = s.unexplained(&xruns.driver);
     let samples = ld(&s.samples).max(1) as f64;
@@ -705,7 +705,7 @@ mod tests {
     #[test]
     fn the_report_names_the_xruns_around_an_unexplained_event() {
         let s = stats_with(&[(100, false, 0)]);
-        let v = unexplained_with_neighbours(&s, &[150, 90, 20]);
+        let v = unexplained_with_neighbours(&s, &[20, 90, 150]);
         assert_eq!(v[0]["xrun_before"], 90, "{v}");
         assert_eq!(v[0]["xrun_after"], 150, "{v}");
         assert_eq!(v[0]["event"][0], 100, "{v}");
