@@ -115,15 +115,7 @@ fn a_late_client_is_one_xrun_per_cycle_with_its_slot() {
 /// `verdict.rs` tests that rule.)
 #[test]
 fn in_sync_mode_a_node_finishing_after_the_playback_was_taken_is_late() {
-    let mut rig = Rig::new(Setup {
-        chain: vec!["a", "b"],
-        sync: true,
-        ..Default::default()
-    });
-    rig.run(5);
-    assert_eq!(rig.xruns(), 0);
-    rig.drain();
-    rig.play("b", Play::MissesTheWait);
+    let mut rig = chain_whose_end_misses_the_wait(true);
     rig.run(1);
     rig.play("b", Play::OnTime);
     rig.run(3);
@@ -144,15 +136,24 @@ fn in_sync_mode_a_node_finishing_after_the_playback_was_taken_is_late() {
 /// look-back, so a node that finished before that look-back made it.
 #[test]
 fn in_async_mode_a_node_finishing_before_the_look_back_is_on_time() {
+    let mut rig = chain_whose_end_misses_the_wait(false);
+    rig.run(3);
+    assert_eq!(rig.xruns(), 0);
+}
+
+/// Chain "a" -> "b" in sync or async mode, five cycles on time, then "b"
+/// finishing each cycle only after the driver's wait ([`Play::MissesTheWait`]).
+fn chain_whose_end_misses_the_wait(sync: bool) -> Rig {
     let mut rig = Rig::new(Setup {
         chain: vec!["a", "b"],
-        sync: false,
+        sync,
         ..Default::default()
     });
     rig.run(5);
-    rig.play("b", Play::MissesTheWait);
-    rig.run(3);
     assert_eq!(rig.xruns(), 0);
+    rig.drain();
+    rig.play("b", Play::MissesTheWait);
+    rig
 }
 
 #[test]
