@@ -419,8 +419,9 @@ impl RtContext {
         // woken before the cycle start, it spins where the driver, of
         // higher priority, preempts it. A SCHED_OTHER spinner could hold
         // the driver's CPU, and under a reservation, with a deadline then
-        // earlier than the driver's, it measured no better (see
-        // docs/architecture.md).
+        // earlier than the driver's, it measured no better in two benches
+        // and lost more blocks in a third, also with the driver's deadline
+        // made the earlier one (see docs/architecture.md).
         let fifo = self.fifo_applied && view.header().cycle_budget_us(self.inner.slot) == 0;
         let late = if fifo { self.timer_late.ns() } else { 0 };
         Some(first_wake_at(
