@@ -65,6 +65,7 @@ fn bench_jackd_tiny() {
         "resound-nolight: resoundd --light-deadline 100",
         "end of chain p50",
         "driver thread CPU/cycle",
+        "host steal in the window (ms)",
     ] {
         assert!(stdout.contains(want), "no {want:?} in:\n{stdout}");
     }
@@ -141,6 +142,11 @@ fn bench_jackd_tiny() {
             let cpu = f(key);
             assert!(cpu > 0.0 && cpu < 2_667.0, "{key} {cpu} us/cycle: {r}");
         }
+        // The host's steal time over the measured window (2 s): read on
+        // Linux, and at most the window on every CPU.
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
+        let steal = f("steal_ms");
+        assert!((0.0..=2_000.0 * cpus).contains(&steal), "{r}");
         let driver = r["driver_thread"].as_str().unwrap();
         let how = if r["server"] == "jackd2" {
             "busiest SCHED_FIFO thread"

@@ -16,6 +16,7 @@
 use super::records::{read_client_csv, ClientRecords};
 use super::schedstat::{driver_thread, thread_schedstat, DriverThread};
 use super::servers::{Base, Contender};
+use super::steal::host_steal_ns;
 use crate::experiment::run::jackd_cycles::{driver_cycles, DriverCycle, DriverTrace};
 use crate::harness::{
     dummy_driver_args, Bins, Child, ChildOptions, Jackd, Server, ServerSpec, StderrMode,
@@ -89,6 +90,9 @@ pub struct CpuSample {
     pub cpu_ns: u64,
     /// Times the thread was put on a CPU over it.
     pub runs: u64,
+    /// The host's steal time over it, all CPUs together ([`host_steal_ns`];
+    /// None: `/proc/stat` was unreadable).
+    pub steal_ns: Option<u64>,
 }
 
 /// A started server of either kind.
@@ -275,18 +279,22 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     })
 }
 
-/// Thread `tid` of `pid`'s CPU time over the next `window`.
+/// Thread `tid` of `pid`'s CPU time over the next `window`, and the
+/// host's steal time over it.
 fn sample_cpu(pid: u32, tid: u32, window: Duration) -> Result<CpuSample, String> {
+    let steal0 = host_steal_ns().ok();
     let (s0, t0) = (thread_schedstat(pid, tid)?, now_ns());
     let started = Instant::now();
     while started.elapsed() < window {
         std::thread::sleep(Duration::from_millis(50));
     }
     let (s1, t1) = (thread_schedstat(pid, tid)?, now_ns());
+    let steal1 = host_steal_ns().ok();
     Ok(CpuSample {
         window_ns: (t0, t1),
         cpu_ns: s1.cpu_ns.saturating_sub(s0.cpu_ns),
         runs: s1.runs.saturating_sub(s0.runs),
+        steal_ns: steal0.zip(steal1).map(|(a, b)| b.saturating_sub(a)),
     })
 }
 

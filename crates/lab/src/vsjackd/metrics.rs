@@ -84,6 +84,10 @@ pub struct RunMetrics {
     pub drv_eoc_p50: f64,
     /// Traced driver wake-up → last client's return, 99th percentile.
     pub drv_eoc_p99: f64,
+    /// The host's steal time over the measured window, all CPUs together
+    /// (ms; NaN when `/proc/stat` was unreadable): how long the hypervisor
+    /// held this machine's virtual CPUs while the run was measured.
+    pub steal_ms: f64,
 }
 
 /// A first client's wake-up more than this after the last traced driver
@@ -223,6 +227,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         drv_wake_p50: pct(&mut drv_wake, 50.0),
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
+        steal_ms: d.traced.steal_ns.map_or(f64::NAN, |ns| ns as f64 / 1e6),
     }
 }
 
@@ -356,6 +361,7 @@ pub const METRICS: &[Metric] = &[
         "  CPU/cycle with the tracer attached (us)",
         |m| m.driver_cpu_traced,
     ),
+    count("steal_ms", "host steal in the window (ms)", |m| m.steal_ms),
 ];
 
 impl RunMetrics {
@@ -468,11 +474,13 @@ mod tests {
                 window_ns: (0, 2 * p - 1),
                 cpu_ns: 40_000,
                 runs: 6,
+                steal_ns: Some(70_000_000),
             },
             traced: CpuSample {
                 window_ns: (2 * p, 3 * p + 60_000),
                 cpu_ns: 100_000,
                 runs: 2,
+                steal_ns: Some(30_000_000),
             },
             driver_wakes: driver_wakes(4, p, 20_000),
             ..run_data(vec![c1, c2], (0, 3 * p + 60_000))
@@ -490,6 +498,10 @@ mod tests {
         assert_eq!(m.driver_cpu, 20.0, "untraced: 40 us over 2 cycles");
         assert_eq!(m.driver_runs, 3.0);
         assert_eq!(m.driver_cpu_traced, 25.0, "traced: 100 us over 4 cycles");
+        assert_eq!(
+            m.steal_ms, 30.0,
+            "the host's steal over the measured window"
+        );
         assert_eq!(m.signal_p50, 1.0);
         assert_eq!(m.drv_wake_p50, 30.0, "traced wake-up -> c1 wake");
         assert_eq!(m.drv_eoc_p50, 70.0);

@@ -14,7 +14,8 @@
 //! the driver thread's schedstat again and its wake-ups, traced by the
 //! kernel alike on both servers (the experiment tool's
 //! [`DriverTrace`](crate::experiment::run::jackd_cycles::DriverTrace)),
-//! into one run's numbers ([`metrics`]).
+//! and the host's steal time over the window ([`steal`]), into one run's
+//! numbers ([`metrics`]).
 //! Prints a table per load with each server's median over runs and resound
 //! ÷ jackd2 with its spread, and writes `runs.csv`, `runs.json` and
 //! `table.txt` ([`report`]). Runs on the command's main thread; the clients
@@ -26,6 +27,7 @@ pub mod records;
 pub mod report;
 pub mod schedstat;
 pub mod servers;
+pub mod steal;
 
 use crate::harness::{remove_stale_dirs, Bins, Jackd};
 use chain::RunSpec;

@@ -110,13 +110,17 @@ fn count_pairs(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) ->
 /// A count's cell: the total over the runs, and in brackets the median
 /// run's count, which one run's episode does not move.
 fn count_cell(per_run: &[f64]) -> String {
-    let mid = median(per_run);
+    let known: Vec<f64> = per_run.iter().copied().filter(|x| x.is_finite()).collect();
+    if known.is_empty() {
+        return "-".into();
+    }
+    let mid = median(&known);
     let mid = if mid.fract() == 0.0 {
         format!("{mid:.0}")
     } else {
         format!("{mid:.1}")
     };
-    format!("{:.0} ({mid})", per_run.iter().sum::<f64>())
+    format!("{:.0} ({mid})", known.iter().sum::<f64>())
 }
 
 fn cell(v: f64) -> String {
@@ -467,5 +471,12 @@ mod tests {
     fn median_skips_missing_values() {
         assert_eq!(median(&[3.0, f64::NAN, 1.0]), 2.0);
         assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn a_count_unknown_in_some_runs_totals_the_runs_that_know_it() {
+        assert_eq!(count_cell(&[30.0, f64::NAN, 10.0]), "40 (20)");
+        assert_eq!(count_cell(&[f64::NAN, f64::NAN]), "-");
+        assert_eq!(count_cell(&[1.0, 2.0]), "3 (1.5)");
     }
 }
