@@ -81,7 +81,8 @@ pub struct RunData {
     pub trace_error: Option<String>,
 }
 
-/// A thread's schedstat difference over a window.
+/// A thread's schedstat difference over a window, and the host's steal
+/// time over the same window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuSample {
     /// The window (CLOCK_MONOTONIC ns).
