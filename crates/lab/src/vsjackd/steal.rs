@@ -4,8 +4,8 @@
 //! the virtual CPUs for while other guests ran: two servers compared side
 //! by side are compared fairly only if their runs were robbed alike.
 //! Stalls the host does not report as steal stay invisible here (see
-//! docs/architecture.md, "The hold sized to the debt"). Runs on the
-//! bench's main thread.
+//! docs/architecture.md, "A thread its throttle holds: the rescue"). Runs
+//! on the bench's main thread.
 
 /// The host's steal time so far, summed over every CPU (ns), with the
 /// kernel's 1/USER_HZ resolution (10 ms on most kernels).
