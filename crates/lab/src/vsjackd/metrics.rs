@@ -227,7 +227,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         drv_wake_p50: pct(&mut drv_wake, 50.0),
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
-        steal_ms: d.traced.steal_ns.map_or(f64::NAN, |ns| ns as f64 / 1e6),
+        steal_ms: d.steal_ns.map_or(f64::NAN, |ns| ns as f64 / 1e6),
     }
 }
 
@@ -443,6 +443,7 @@ mod tests {
             },
             untraced: CpuSample::default(),
             traced: CpuSample::default(),
+            steal_ns: None,
             driver_wakes: Vec::new(),
             trace_error: None,
         }
@@ -474,14 +475,13 @@ mod tests {
                 window_ns: (0, 2 * p - 1),
                 cpu_ns: 40_000,
                 runs: 6,
-                steal_ns: Some(70_000_000),
             },
             traced: CpuSample {
                 window_ns: (2 * p, 3 * p + 60_000),
                 cpu_ns: 100_000,
                 runs: 2,
-                steal_ns: Some(30_000_000),
             },
+            steal_ns: Some(30_000_000),
             driver_wakes: driver_wakes(4, p, 20_000),
             ..run_data(vec![c1, c2], (0, 3 * p + 60_000))
         };
