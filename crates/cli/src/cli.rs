@@ -130,6 +130,12 @@ enum BenchCmd {
     /// end of chain, hops, libjack overhead, data-stamp latency, lost blocks (and those the
     /// client holding them rewrote at once), xruns, driver CPU.
     Jackd(resound_lab::vsjackd::VsJackdArgs),
+    /// What this machine costs a SCHED_DEADLINE reservation, apart from any audio server: the
+    /// same periodic rt-app tasks (by default the jackd bench's load: 10 x 200 us every 2667
+    /// us) under SCHED_FIFO and under reservations sized from their measured run time,
+    /// alternated; prints deadline misses, strings of consecutive misses, worst lateness and
+    /// the host's steal, each reservation beside SCHED_FIFO.
+    Reservations(resound_lab::vsfifo::VsFifoArgs),
 }
 
 /// Entry point of the binary.
@@ -147,6 +153,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         Cmd::Legacy(c) => crate::legacy::run(cli.server.as_deref(), c),
         Cmd::Devices => crate::devices::run(),
         Cmd::Bench(BenchCmd::Jackd(a)) => resound_lab::vsjackd::run(a),
+        Cmd::Bench(BenchCmd::Reservations(a)) => resound_lab::vsfifo::run(a),
         cmd => control(cli.server.as_deref(), cmd),
     };
     match r {

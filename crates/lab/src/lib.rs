@@ -19,11 +19,15 @@
 //!   results, stop guards) that the end-to-end tests, the activation bench,
 //!   the experiment and the demo share;
 //! * [`vsjackd`]: `resound bench jackd`, the same chain of C JACK clients on
-//!   Debian's jackd2 and on resound, alternated, with the ratios.
+//!   Debian's jackd2 and on resound, alternated, with the ratios;
+//! * [`vsfifo`]: `resound bench reservations`, rt-app's periodic tasks under
+//!   SCHED_FIFO and under reservations, alternated: what the machine itself
+//!   costs a reservation.
 
 pub mod experiment;
 pub mod harness;
 pub mod periodic;
 pub mod rtapp;
 pub mod tools;
+pub mod vsfifo;
 pub mod vsjackd;

@@ -26,7 +26,7 @@ pub struct RunResult {
 }
 
 /// Median of the finite values (NaN when none).
-fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut v: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
     if v.is_empty() {
         return f64::NAN;
