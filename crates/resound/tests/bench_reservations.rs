@@ -79,6 +79,8 @@ fn bench_reservations_tiny() {
         assert!(stdout.contains(want), "no {want:?} in:\n{stdout}");
     }
     assert!(dir.join("table.txt").is_file());
+    // rt-app's files go once read, unless --keep-raw.
+    assert!(!dir.join("run1").join("fifo").exists() && !dir.join("need").exists());
     let csv = std::fs::read_to_string(dir.join("runs.csv")).unwrap();
     let rows: Vec<Vec<&str>> = csv
         .lines()

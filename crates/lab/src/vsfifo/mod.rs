@@ -64,9 +64,13 @@ pub struct VsFifoArgs {
     /// for every task is lowered to the largest it can
     #[arg(long, value_delimiter = ',', default_value = "1.5,2")]
     pub budget: Vec<f64>,
-    /// Directory for runs.csv, table.txt and rt-app's files
+    /// Directory for runs.csv and table.txt
     #[arg(long, default_value = "vs-fifo")]
     pub out: PathBuf,
+    /// Keep rt-app's JSON and per-job logs of every run (out/runN/POLICY/;
+    /// about 8 MB a run at the defaults)
+    #[arg(long)]
+    pub keep_raw: bool,
 }
 
 /// Checked settings.
@@ -102,22 +106,28 @@ pub fn run(a: VsFifoArgs) -> Result<(), String> {
     }
     std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
     let cal = Calibration::load_or_measure(&Calibration::default_cache())?;
-    let need = measure_need(&p, &a.out, &cal)?;
+    let need = measure_need(&p, &a.out, &cal, a.keep_raw)?;
     let (contenders, notes) = p.set.contenders(need)?;
     for n in &notes {
         println!("{n}");
     }
     let mut results = Vec::new();
     for run in 0..p.runs as usize {
+        let run_dir = a.out.join(format!("run{}", run + 1));
         for i in round_order(contenders.len(), run, RoundOrder::Rotate) {
             let c = &contenders[i];
-            let m = run_once(&p, c, &a.out.join(format!("run{}", run + 1)), &cal)?;
+            let dir = run_dir.join(&c.label);
+            let m = run_once(&p, c, &dir, &cal, a.keep_raw)?;
             println!("run {}/{} {:<22} {}", run + 1, p.runs, c.label, m.line());
             results.push(report::RunResult {
                 run,
                 label: c.label.clone(),
                 metrics: m,
             });
+        }
+        if !a.keep_raw {
+            // Empty by now: each run's own directory went with its logs.
+            let _ = std::fs::remove_dir(&run_dir);
         }
     }
     let mut head = p.set.heading(p.runs, p.seconds, &need);
@@ -134,30 +144,43 @@ pub fn run(a: VsFifoArgs) -> Result<(), String> {
 
 /// The jobs' run time under SCHED_FIFO, from a first run of a quarter of
 /// the measured length (at least 3 s), which the budgets are sized from.
-fn measure_need(p: &Plan, out: &Path, cal: &Calibration) -> Result<tasks::Need, String> {
+fn measure_need(
+    p: &Plan,
+    out: &Path,
+    cal: &Calibration,
+    keep_raw: bool,
+) -> Result<tasks::Need, String> {
     let secs = (p.seconds / 4.0).max(3.0);
     println!("measuring each job's run time under SCHED_FIFO ({secs:.0} s)");
     let spec = p.set.spec(&Contender::fifo(), secs);
-    let log = run_rtapp(&spec, &out.join("need"), cal)?;
+    let log = run_rtapp(&spec, &out.join("need"), cal, keep_raw)?;
     tasks::Need::of(&log)
 }
 
-/// One run of `c`: rt-app for the measured seconds, the host's steal
-/// around it.
-fn run_once(p: &Plan, c: &Contender, dir: &Path, cal: &Calibration) -> Result<RunMetrics, String> {
+/// One run of `c` in `dir`: rt-app for the measured seconds, the host's
+/// steal around it.
+fn run_once(
+    p: &Plan,
+    c: &Contender,
+    dir: &Path,
+    cal: &Calibration,
+    keep_raw: bool,
+) -> Result<RunMetrics, String> {
     let spec = p.set.spec(c, p.seconds);
     let steal0 = host_steal_ns().ok();
-    let log = run_rtapp(&spec, &dir.join(&c.label), cal)?;
+    let log = run_rtapp(&spec, dir, cal, keep_raw)?;
     let steal1 = host_steal_ns().ok();
     let steal = steal0.zip(steal1).map(|(a, b)| b.saturating_sub(a));
     Ok(RunMetrics::of(&log, steal))
 }
 
-/// Runs `spec` to its end and reads its logs.
+/// Runs `spec` in `dir` to its end and reads its logs; removes `dir`
+/// then unless `keep_raw`.
 fn run_rtapp(
     spec: &crate::rtapp::RtAppSpec,
     dir: &Path,
     cal: &Calibration,
+    keep_raw: bool,
 ) -> Result<crate::rtapp::RtAppLog, String> {
     let opts = ChildOptions {
         die_with_parent: true,
@@ -169,7 +192,11 @@ fn run_rtapp(
     while rt.exited().is_none() && std::time::Instant::now() < give_up {
         std::thread::sleep(Duration::from_millis(100));
     }
-    rt.stop()
+    let log = rt.stop()?;
+    if !keep_raw {
+        std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    Ok(log)
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {

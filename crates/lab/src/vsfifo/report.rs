@@ -4,7 +4,7 @@
 
 use super::metrics::RunMetrics;
 use super::tasks::Contender;
-use crate::vsjackd::report::median;
+use crate::vsjackd::report::{cell, median};
 
 /// One run of one policy.
 #[derive(Debug, Clone)]
@@ -64,14 +64,6 @@ fn versus_fifo(pairs: &[(f64, f64)]) -> String {
         format!("{:.2} [{lo:.2}-{hi:.2}]", median(&ratios))
     };
     format!("{ratio}, more in {worse}/{}", pairs.len())
-}
-
-fn cell(v: f64) -> String {
-    if v.is_finite() {
-        format!("{v:.1}")
-    } else {
-        "-".into()
-    }
 }
 
 /// The table under `head`.

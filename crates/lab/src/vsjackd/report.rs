@@ -123,7 +123,8 @@ fn count_cell(per_run: &[f64]) -> String {
     format!("{:.0} ({mid})", known.iter().sum::<f64>())
 }
 
-fn cell(v: f64) -> String {
+/// One decimal, or "-" for a value no run measured.
+pub(crate) fn cell(v: f64) -> String {
     if v.is_finite() {
         format!("{v:.1}")
     } else {
