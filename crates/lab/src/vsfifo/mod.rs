@@ -153,12 +153,11 @@ fn measure_need(
     let secs = (p.seconds / 4.0).max(3.0);
     println!("measuring each job's run time under SCHED_FIFO ({secs:.0} s)");
     let spec = p.set.spec(&Contender::fifo(), secs);
-    let log = run_rtapp(&spec, &out.join("need"), cal, keep_raw)?;
+    let (log, _) = run_rtapp(&spec, &out.join("need"), cal, keep_raw)?;
     tasks::Need::of(&log)
 }
 
-/// One run of `c` in `dir`: rt-app for the measured seconds, the host's
-/// steal around it.
+/// One run of `c` in `dir`.
 fn run_once(
     p: &Plan,
     c: &Contender,
@@ -167,36 +166,37 @@ fn run_once(
     keep_raw: bool,
 ) -> Result<RunMetrics, String> {
     let spec = p.set.spec(c, p.seconds);
-    let steal0 = host_steal_ns().ok();
-    let log = run_rtapp(&spec, dir, cal, keep_raw)?;
-    let steal1 = host_steal_ns().ok();
-    let steal = steal0.zip(steal1).map(|(a, b)| b.saturating_sub(a));
+    let (log, steal) = run_rtapp(&spec, dir, cal, keep_raw)?;
     Ok(RunMetrics::of(&log, steal))
 }
 
-/// Runs `spec` in `dir` to its end and reads its logs; removes `dir`
-/// then unless `keep_raw`.
+/// Runs `spec` in `dir` to its end and reads its logs, with the host's
+/// steal from the moment every thread runs to the end of the jobs (None
+/// where `/proc/stat` has none); removes `dir` then unless `keep_raw`.
 fn run_rtapp(
     spec: &crate::rtapp::RtAppSpec,
     dir: &Path,
     cal: &Calibration,
     keep_raw: bool,
-) -> Result<crate::rtapp::RtAppLog, String> {
+) -> Result<(crate::rtapp::RtAppLog, Option<u64>), String> {
     let opts = ChildOptions {
         die_with_parent: true,
         ..ChildOptions::default()
     };
     let mut rt = RtApp::start(spec, dir, cal, &opts)?;
     rt.wait_running(Duration::from_secs(10))?;
+    let steal0 = host_steal_ns().ok();
     let give_up = std::time::Instant::now() + Duration::from_secs_f64(spec.duration_s + 10.0);
     while rt.exited().is_none() && std::time::Instant::now() < give_up {
         std::thread::sleep(Duration::from_millis(100));
     }
+    let steal1 = host_steal_ns().ok();
     let log = rt.stop()?;
     if !keep_raw {
         std::fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    Ok(log)
+    let steal = steal0.zip(steal1).map(|(a, b)| b.saturating_sub(a));
+    Ok((log, steal))
 }
 
 fn write(path: &Path, text: &str) -> Result<(), String> {
