@@ -1,7 +1,7 @@
 //! The bench's periodic task set as rt-app specs, one per policy, and the
 //! reservations' budgets sized from the jobs' run time under SCHED_FIFO.
-//! Pure apart from [`TaskSet::new`]'s read of the kernel's admission
-//! limit; runs on the bench's main thread.
+//! Pure apart from [`TaskSet::contenders`]' read of the kernel's
+//! admission limit; runs on the bench's main thread.
 
 use crate::rtapp::{nearest_rank, RtAppLog, RtAppSpec, RtPolicy, RtTask};
 use resound_sched::ledger::SystemBandwidth;
@@ -23,14 +23,14 @@ pub struct TaskSet {
     pub period_us: u64,
     /// Calibrated work of each job (us).
     pub run_us: u64,
-    /// Budget multiples of the jobs' 99th-percentile run time.
+    /// Budget multiples of the jobs' median run time.
     pub budgets: Vec<f64>,
 }
 
 /// One policy the bench runs the set under.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Contender {
-    /// Column name: `fifo` or `deadline-1.1x`.
+    /// Column name: `fifo` or `deadline-1.5x`.
     pub label: String,
     /// The policy every task gets.
     pub policy: RtPolicy,
