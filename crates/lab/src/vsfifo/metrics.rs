@@ -1,7 +1,7 @@
 //! One run's figures from rt-app's per-job logs: deadline misses (a job
 //! that finished after the next release), strings of consecutive misses
 //! of one thread (how long a late task stayed late), the worst lateness,
-//! and the host's steal around the run. Pure; runs on the bench's main
+//! and the host's steal over the jobs. Pure; runs on the bench's main
 //! thread.
 
 use crate::rtapp::{JobRecord, RtAppLog};
@@ -86,9 +86,10 @@ impl RunMetrics {
 
     /// The progress line of one run.
     pub fn line(&self) -> String {
-        let steal = self
-            .steal_ns
-            .map_or("-".into(), |s| format!("{:.0} ms", s as f64 / 1e6));
+        let steal = match self.steal_ms() {
+            ms if ms.is_finite() => format!("{ms:.0} ms"),
+            _ => "-".into(),
+        };
         format!(
             "{} jobs, {:.1} misses/10k, {:.1} held/10k, longest string {}, worst {:.1} ms late, host steal {steal}",
             self.jobs,

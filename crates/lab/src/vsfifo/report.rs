@@ -4,7 +4,7 @@
 
 use super::metrics::RunMetrics;
 use super::tasks::Contender;
-use crate::vsjackd::report::{cell, median};
+use crate::vsjackd::report::{cell, median, ratio_cell};
 
 /// One run of one policy.
 #[derive(Debug, Clone)]
@@ -45,25 +45,12 @@ fn paired(rs: &[RunResult], label: &str, get: fn(&RunMetrics) -> f64) -> Vec<(f6
         .collect()
 }
 
-/// "ratio [min-max], worse in k/n": the median and range of the per-run
+/// "ratio [min-max], more in k/n": the median and range of the per-run
 /// ratios to SCHED_FIFO (runs where SCHED_FIFO's value is 0 have none),
 /// and the repetitions where the reservation's value was higher.
 fn versus_fifo(pairs: &[(f64, f64)]) -> String {
-    let ratios: Vec<f64> = pairs
-        .iter()
-        .filter(|(_, f)| *f > 0.0)
-        .map(|(x, f)| x / f)
-        .filter(|r| r.is_finite())
-        .collect();
     let worse = pairs.iter().filter(|(x, f)| x > f).count();
-    let ratio = if ratios.is_empty() {
-        "-".to_string()
-    } else {
-        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
-        let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        format!("{:.2} [{lo:.2}-{hi:.2}]", median(&ratios))
-    };
-    format!("{ratio}, more in {worse}/{}", pairs.len())
+    format!("{}, more in {worse}/{}", ratio_cell(pairs), pairs.len())
 }
 
 /// The table under `head`.
@@ -99,9 +86,10 @@ pub fn csv(rs: &[RunResult]) -> String {
     let mut o = String::from("run,policy,jobs,misses,held,longest,worst_late_us,steal_ms\n");
     for r in rs {
         let m = &r.metrics;
-        let steal = m
-            .steal_ns
-            .map_or(String::new(), |s| format!("{:.0}", s as f64 / 1e6));
+        let steal = match m.steal_ms() {
+            ms if ms.is_finite() => format!("{ms:.0}"),
+            _ => String::new(),
+        };
         o += &format!(
             "{},{},{},{},{},{},{},{steal}\n",
             r.run + 1,

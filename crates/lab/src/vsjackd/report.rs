@@ -73,9 +73,15 @@ fn paired(
 /// The median and the min–max of the per-run ratios of the server labelled
 /// `label` to jackd2 (run i over run i, [`paired`]).
 fn ratio(rs: &[RunResult], load: f64, label: &str, get: fn(&RunMetrics) -> f64) -> String {
-    let per_run: Vec<f64> = paired(rs, load, label, get)
-        .into_iter()
-        .filter_map(|(x, y)| {
+    ratio_cell(&paired(rs, load, label, get))
+}
+
+/// "median [min-max]" of the ratios x / y of `pairs` (one run: the ratio
+/// alone; "-" without a pair whose y is above 0 and both finite).
+pub(crate) fn ratio_cell(pairs: &[(f64, f64)]) -> String {
+    let per_run: Vec<f64> = pairs
+        .iter()
+        .filter_map(|&(x, y)| {
             (y > 0.0 && x >= 0.0 && x.is_finite() && y.is_finite()).then_some(x / y)
         })
         .collect();
