@@ -66,6 +66,7 @@ fn bench_jackd_tiny() {
         "end of chain p50",
         "driver thread CPU/cycle",
         "host steal in the window (ms)",
+        "repetitions the host left quiet (steal at most 20 ms/s",
     ] {
         assert!(stdout.contains(want), "no {want:?} in:\n{stdout}");
     }
@@ -147,6 +148,9 @@ fn bench_jackd_tiny() {
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as f64;
         let steal = f("steal_ms");
         assert!((0.0..=2_000.0 * cpus).contains(&steal), "{r}");
+        // And per second over both windows (1 s untraced, 2 s measured).
+        let rate = f("steal_ms_per_s");
+        assert!((0.0..=1_000.0 * cpus).contains(&rate), "{r}");
         let driver = r["driver_thread"].as_str().unwrap();
         let how = if r["server"] == "jackd2" {
             "busiest SCHED_FIFO thread"
@@ -177,6 +181,14 @@ fn bench_jackd_tiny() {
         "{stderr}"
     );
     assert!(!stderr.contains(" run 1/1 "), "a run was made: {stderr}");
+    // A quiet-steal limit no machine could exceed is refused before any run.
+    let (ok, _, stderr) = tiny_fifo_bench(&["--quiet-steal=5000"], &dir.join("bad-quiet"));
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains("--quiet-steal 5000: must be 0 to 2000 ms per second")
+            && !stderr.contains(" run 1/1 "),
+        "{stderr}"
+    );
     another_build_runs_its_own_server_and_libjack(&dir);
 }
 

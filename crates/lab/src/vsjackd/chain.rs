@@ -76,6 +76,8 @@ pub struct RunData {
     /// The host's steal time over the measured window, all CPUs together
     /// ([`host_steal_ns`]; None: `/proc/stat` was unreadable).
     pub steal_ns: Option<u64>,
+    /// The host's steal time over the untraced window, likewise.
+    pub steal_untraced_ns: Option<u64>,
     /// The driver thread's real wake-ups over the window, traced by the
     /// kernel the same way on both servers (returns from its
     /// `clock_nanosleep`/`nanosleep`); empty if the trace failed.
@@ -249,7 +251,11 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     }
     std::thread::sleep(spec.warmup);
     let driver = driver_thread(server.pid(), spec.server.is_jackd())?;
+    let steal_u0 = host_steal_ns().ok();
     let untraced = sample_cpu(server.pid(), driver.tid, spec.cpu_window)?;
+    let steal_untraced_ns = steal_u0
+        .zip(host_steal_ns().ok())
+        .map(|(a, b)| b.saturating_sub(a));
     let trace = DriverTrace::start(server.pid(), spec.window + Duration::from_secs(5));
     let steal0 = host_steal_ns().ok();
     let traced = sample_cpu(server.pid(), driver.tid, spec.window)?;
@@ -279,6 +285,7 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
         untraced,
         traced,
         steal_ns,
+        steal_untraced_ns,
         driver_wakes,
         trace_error,
     })

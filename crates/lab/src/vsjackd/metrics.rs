@@ -88,6 +88,12 @@ pub struct RunMetrics {
     /// (ms; NaN when `/proc/stat` was unreadable): how long the hypervisor
     /// held this machine's virtual CPUs while the run was measured.
     pub steal_ms: f64,
+    /// The host's steal over both windows (the untraced one, where the
+    /// driver's CPU time is read, and the measured one), all CPUs
+    /// together, per second of their length (ms/s; NaN when `/proc/stat`
+    /// was unreadable): how hard the host leaned on this run, the figure
+    /// [`crate::vsjackd::report`] sorts the quiet repetitions by.
+    pub steal_ms_per_s: f64,
 }
 
 /// A first client's wake-up more than this after the last traced driver
@@ -228,6 +234,18 @@ pub fn compute(d: &RunData) -> RunMetrics {
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
         steal_ms: d.steal_ns.map_or(f64::NAN, |ns| ns as f64 / 1e6),
+        steal_ms_per_s: steal_rate(d),
+    }
+}
+
+/// [`RunMetrics::steal_ms_per_s`]: the steal of both windows over their
+/// summed length.
+fn steal_rate(d: &RunData) -> f64 {
+    let span = |(a, b): (u64, u64)| b.saturating_sub(a);
+    let ns = span(d.untraced.window_ns) + span(d.window_ns);
+    match (d.steal_ns, d.steal_untraced_ns) {
+        (Some(m), Some(u)) if ns > 0 => (m + u) as f64 / 1e6 / (ns as f64 / 1e9),
+        _ => f64::NAN,
     }
 }
 
@@ -362,6 +380,9 @@ pub const METRICS: &[Metric] = &[
         |m| m.driver_cpu_traced,
     ),
     count("steal_ms", "host steal in the window (ms)", |m| m.steal_ms),
+    time("steal_ms_per_s", "  per s, both windows (ms/s)", |m| {
+        m.steal_ms_per_s
+    }),
 ];
 
 impl RunMetrics {
@@ -444,9 +465,28 @@ mod tests {
             untraced: CpuSample::default(),
             traced: CpuSample::default(),
             steal_ns: None,
+            steal_untraced_ns: None,
             driver_wakes: Vec::new(),
             trace_error: None,
         }
+    }
+
+    #[test]
+    fn steal_per_second_spans_both_windows_and_needs_both_readings() {
+        let s = 1_000_000_000;
+        let mut d = RunData {
+            untraced: CpuSample {
+                window_ns: (s, 2 * s),
+                ..CpuSample::default()
+            },
+            steal_ns: Some(30_000_000),
+            steal_untraced_ns: Some(10_000_000),
+            ..run_data(Vec::new(), (2 * s, 5 * s))
+        };
+        // 40 ms over 1 s + 3 s.
+        assert_eq!(steal_rate(&d), 10.0);
+        d.steal_untraced_ns = None;
+        assert!(steal_rate(&d).is_nan(), "one window unread: unknown");
     }
 
     #[test]

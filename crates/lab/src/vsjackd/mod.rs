@@ -90,6 +90,12 @@ pub struct VsJackdArgs {
     /// Keep every client's per-cycle records (out/raw/…/cK.csv).
     #[arg(long)]
     pub keep_raw: bool,
+    /// A repetition counts as quiet when the host took at most this much
+    /// steal time (ms per second, all CPUs together) over both windows of
+    /// each server's run: each table ends with the ratios over those
+    /// repetitions alone, beside the ratios over all of them.
+    #[arg(long = "quiet-steal", value_name = "MS_PER_S", default_value_t = 20.0)]
+    pub quiet_steal: f64,
     /// Order of the servers within each repetition: `rotate` shifts it one
     /// place each repetition, so that each server takes each place equally
     /// often (over N repetitions for N servers); `fixed` keeps the
@@ -153,6 +159,12 @@ fn plan(a: &VsJackdArgs) -> Result<Plan, String> {
     if !(0.5..=3600.0).contains(&seconds) || !(0.0..=60.0).contains(&a.warmup) {
         return Err("--seconds must be 0.5 to 3600 and --warmup 0 to 60".into());
     }
+    if !(0.0..=2000.0).contains(&a.quiet_steal) {
+        return Err(format!(
+            "--quiet-steal {}: must be 0 to 2000 ms per second",
+            a.quiet_steal
+        ));
+    }
     if contenders.iter().any(Contender::is_jackd) && !Jackd::available() {
         return Err(
             "Debian's jackd (/usr/bin/jackd) is not installed: apt-get install jackd2, or leave it out with --servers fifo,deadline".into(),
@@ -205,8 +217,8 @@ pub fn run(a: VsJackdArgs) -> Result<(), String> {
                 let metrics = data.map(|d| metrics::compute(&d));
                 match &metrics {
                     Ok(m) => eprintln!(
-                        " driver wake -> end of chain p50 {:.1} us, c1 wake {:.1} us, {} cycles, {} lost, {} late, {} xruns",
-                        m.drv_eoc_p50, m.drv_wake_p50, m.cycles, m.lost, m.late_chains, m.xruns
+                        " driver wake -> end of chain p50 {:.1} us, c1 wake {:.1} us, {} cycles, {} lost, {} late, {} xruns, steal {:.1} ms/s",
+                        m.drv_eoc_p50, m.drv_wake_p50, m.cycles, m.lost, m.late_chains, m.xruns, m.steal_ms_per_s
                     ),
                     Err(e) => eprintln!(" failed: {e}"),
                 }
@@ -285,7 +297,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
             "== {} clients x {load}% busy, {} Hz / {} frames, {} run(s) x {} s per server, {alternated}{setting} ==",
             a.clients, a.rate, a.frames, p.runs, p.seconds
         );
-        text += &report::table(results, load, &p.contenders, &head);
+        text += &report::table(results, load, &p.contenders, &head, a.quiet_steal);
         text += "\n";
     }
     if cfg!(debug_assertions) {
@@ -298,6 +310,7 @@ fn finish(a: &VsJackdArgs, p: &Plan, results: &[RunResult]) -> Result<(), String
         "runs": p.runs, "seconds": p.seconds, "warmup_s": a.warmup,
         "order": format!("{:?}", a.order).to_lowercase(),
         "cpu_dma_latency_us": a.cpu_dma_latency_us, "server_args": a.server_args,
+        "quiet_steal_ms_per_s": a.quiet_steal,
         "servers": p.contenders.iter().map(|k| json!({"label": k.label, "resoundd_options": k.options, "build": k.build})).collect::<Vec<_>>(),
     });
     let write = |name: &str, body: String| {
