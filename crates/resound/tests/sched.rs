@@ -85,17 +85,27 @@ fn every_graph_thread_is_reserved_while_active_and_released_after() {
             "budget within the clamps: {r:?}"
         );
     }
-    // Feedback: the 10% clients' budgets follow what they use.
-    let a = res(&st, "a").unwrap();
-    assert!(
-        a.used_ns > period / 20 && a.used_ns < period / 5,
-        "a uses about 10%: {a:?}"
+    // Feedback: the 10% clients' budgets follow what they use. A stall of
+    // this virtual machine's CPU can make one cycle's use or an xrun's bump
+    // of the budget an outlier for a moment, so the status is read until a
+    // snapshot shows all three (a controller that never tracks fails).
+    wait_for_seen(
+        "a's budget to track its use and prediction",
+        Duration::from_secs(10),
+        || {
+            let st = srv.status();
+            let Some(a) = res(&st, "a") else {
+                return (false, "no reservation for a".into());
+            };
+            let tracks = a.used_ns > period / 20
+                && a.used_ns < period / 5
+                && a.budget_ns >= a.used_ns
+                && a.predicted_ns > 0
+                && a.budget_ns <= a.predicted_ns * 2 + period / 10;
+            (tracks, format!("{a:?}"))
+        },
     );
-    assert!(a.budget_ns >= a.used_ns, "budget covers the use: {a:?}");
-    assert!(
-        a.predicted_ns > 0 && a.budget_ns <= a.predicted_ns * 2 + period / 10,
-        "budget tracks the prediction: {a:?}"
-    );
+    let st = srv.status();
     let ledger_full = st.ledger_used;
     let sum: f64 = st
         .reservations
