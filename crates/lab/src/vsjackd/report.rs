@@ -192,6 +192,7 @@ pub fn table(
         o += "  counts: totals over the runs (the median run's count in brackets); beside them, in how many runs the server counted fewer and more than jackd2's run of the same repetition\n";
         o += &quiet_repetitions(rs, load, contenders, quiet_ms_per_s);
     }
+    o += &by_steal(rs, load, contenders, quiet_ms_per_s);
     o += &by_place(rs, load, contenders.len());
     for k in contenders.iter().filter(|k| !k.options.is_empty()) {
         o += &format!("  {}: resoundd {}\n", k.label, k.options.join(" "));
@@ -277,6 +278,74 @@ fn quiet_repetitions(rs: &[RunResult], load: f64, contenders: &[Contender], limi
         o += "    (the host was never that quiet in this bench: its ratios above weigh the host's share of each run as much as the servers; run again in a quieter hour, or raise --quiet-steal)\n";
     }
     o
+}
+
+/// The bands of [`by_steal`], in ms/s of host steal: up to the quiet
+/// limit `q`, up to 5 q, up to 15 q, above (20, 100 and 300 by default).
+fn steal_bands(q: f64) -> [(f64, f64); 4] {
+    [
+        (0.0, q),
+        (q, 5.0 * q),
+        (5.0 * q, 15.0 * q),
+        (15.0 * q, f64::INFINITY),
+    ]
+}
+
+/// Every run sorted by how hard the host leaned on it (its steal per
+/// second, [`steal_bands`]), a line per band and a cell per server: its
+/// runs in the band, their lost blocks and xruns per 1000 cycles, and the
+/// median of their end of chain p99 (from the driver's traced wake-up).
+/// Runs of different servers in one band saw a like share of stalls,
+/// whichever repetition they were in, so this compares the servers at
+/// matched steal even in an hour when no repetition was quiet; a server
+/// that loses more than another in every band does so whatever the host
+/// did.
+fn by_steal(rs: &[RunResult], load: f64, contenders: &[Contender], q: f64) -> String {
+    let width = |k: &Contender| k.label.len().max(28);
+    let mut o = "  by the host's steal per second in each run (runs: lost blocks and xruns per 1000 cycles, median end of chain p99 us):\n".to_string();
+    o += &format!("    {:<14}", "steal ms/s");
+    for k in contenders {
+        o += &format!(" {:<w$}", k.label, w = width(k));
+    }
+    o += "\n";
+    for (lo, hi) in steal_bands(q) {
+        let band = if hi.is_finite() {
+            format!("{lo:.0}-{hi:.0}")
+        } else {
+            format!(">{lo:.0}")
+        };
+        o += &format!("    {band:<14}");
+        for k in contenders {
+            let runs: Vec<&RunMetrics> = rs
+                .iter()
+                .filter(|r| r.load == load && r.server.label == k.label)
+                .filter_map(|r| r.metrics.as_ref().ok())
+                .filter(|m| m.steal_ms_per_s > lo || (lo == 0.0 && m.steal_ms_per_s >= 0.0))
+                .filter(|m| m.steal_ms_per_s <= hi)
+                .collect();
+            o += &format!(" {:<w$}", band_cell(&runs), w = width(k));
+        }
+        o += "\n";
+    }
+    o
+}
+
+/// A cell of [`by_steal`]: "N: lost L, xruns X, p99 P" over `runs`, or
+/// "0" without any.
+fn band_cell(runs: &[&RunMetrics]) -> String {
+    let cycles: u64 = runs.iter().map(|m| m.cycles).sum();
+    if runs.is_empty() || cycles == 0 {
+        return runs.len().to_string();
+    }
+    let per_k = |n: u64| 1000.0 * n as f64 / cycles as f64;
+    let lost = per_k(runs.iter().map(|m| m.lost).sum());
+    let xruns = per_k(runs.iter().map(|m| m.xruns).sum());
+    let p99: Vec<f64> = runs.iter().map(|m| m.drv_eoc_p99).collect();
+    format!(
+        "{}: lost {lost:.1}, xruns {xruns:.0}, p99 {:.0}",
+        runs.len(),
+        median(&p99)
+    )
 }
 
 /// When the servers took turns in each place of the repetitions (the
@@ -601,6 +670,48 @@ mod tests {
             .unwrap_or_else(|| panic!("{t}"));
         assert_eq!(line.trim_end(), "    resound-fifo      0 of 1", "{t}");
         assert!(t.contains("the host was never that quiet"), "{t}");
+    }
+
+    #[test]
+    fn runs_are_banded_by_their_steal_per_second_whatever_their_repetition() {
+        let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
+        let at = |run_i, server: &Contender, steal, lost, p99| {
+            let mut r = run(1.0, run_i, server, 1.0);
+            if let Ok(m) = &mut r.metrics {
+                m.cycles = 1000;
+                m.steal_ms_per_s = steal;
+                m.lost = lost;
+                m.xruns = 10 * lost;
+                m.drv_eoc_p99 = p99;
+            }
+            r
+        };
+        let rs = vec![
+            at(0, &jackd, 0.0, 1, 100.0),
+            at(0, &fifo, 20.0, 3, 300.0),
+            at(1, &jackd, 50.0, 5, 500.0),
+            at(1, &fifo, 400.0, 40, 4000.0),
+            at(2, &jackd, 10.0, 2, 200.0),
+            at(2, &fifo, f64::NAN, 99, 9900.0),
+        ];
+        let t = table(&rs, 1.0, &[jackd, fifo], "head", 20.0);
+        let line = |band: &str| {
+            t.lines()
+                .find(|l| l.trim_start().starts_with(band))
+                .unwrap_or_else(|| panic!("no {band} in {t}"))
+                .split_whitespace()
+                .skip(1)
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        // 20 ms/s is still quiet; the run whose steal was unread is in no band.
+        assert_eq!(
+            line("0-20 "),
+            "2: lost 1.5, xruns 15, p99 150 1: lost 3.0, xruns 30, p99 300"
+        );
+        assert_eq!(line("20-100 "), "1: lost 5.0, xruns 50, p99 500 0");
+        assert_eq!(line("100-300 "), "0 0");
+        assert_eq!(line(">300 "), "0 1: lost 40.0, xruns 400, p99 4000");
     }
 
     #[test]
