@@ -137,6 +137,8 @@ fn bench_jackd_tiny() {
         // periods from one to the other (CI saw 287 blockless in 470
         // cycles), a miscount breaks the sum.
         assert!(f("blockless") + f("cycles") < 900.0, "{r}");
+        // What the last client missed: lost on the way or never made.
+        assert_eq!(f("dropped"), f("lost_blocks") + f("blockless"), "{r}");
         // Over the untraced window before the measured one, and over the
         // measured one with the tracer attached.
         for key in ["driver_cpu_us", "driver_cpu_traced_us"] {

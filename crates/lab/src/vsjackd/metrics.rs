@@ -370,6 +370,14 @@ pub const METRICS: &[Metric] = &[
     count("blockless", "periods without a block (total)", |m| {
         m.blockless as f64
     }),
+    // What the last client hears: a period without a fresh block, lost on
+    // the way or never made. jackd2 does not start a cycle while its graph
+    // is late (its blocks are never made) where resound starts it and a
+    // late client loses one, so the two rows above trade with each other
+    // between the servers and their sum compares them alike.
+    count("dropped", "  lost or never made (total)", |m| {
+        (m.lost + m.blockless) as f64
+    }),
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
         m.driver_cpu
     }),

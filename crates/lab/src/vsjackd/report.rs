@@ -482,6 +482,16 @@ mod tests {
         }
     }
 
+    /// A run at 1 % of `server` in repetition `run_i`, its metrics as
+    /// `set` leaves them.
+    fn run_with(run_i: usize, server: &Contender, set: impl FnOnce(&mut RunMetrics)) -> RunResult {
+        let mut r = run(1.0, run_i, server, 1.0);
+        if let Ok(m) = &mut r.metrics {
+            set(m);
+        }
+        r
+    }
+
     #[test]
     fn ratio_is_the_median_of_per_run_ratios_with_their_spread() {
         let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
@@ -617,13 +627,11 @@ mod tests {
     fn quiet_repetitions_compare_only_runs_the_host_left_alone_on_both_sides() {
         let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
         let at = |run_i, server: &Contender, eoc, steal, lost| {
-            let mut r = run(1.0, run_i, server, 1.0);
-            if let Ok(m) = &mut r.metrics {
+            run_with(run_i, server, |m| {
                 m.drv_eoc_p50 = eoc;
                 m.steal_ms_per_s = steal;
                 m.lost = lost;
-            }
-            r
+            })
         };
         let rs = vec![
             // Quiet on both sides: compared.
@@ -657,12 +665,8 @@ mod tests {
     #[test]
     fn with_no_quiet_repetition_the_line_says_so_and_nothing_more() {
         let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
-        let mut rs = vec![run(1.0, 0, &jackd, 1.0), run(1.0, 0, &fifo, 1.0)];
-        for r in &mut rs {
-            if let Ok(m) = &mut r.metrics {
-                m.steal_ms_per_s = 50.0;
-            }
-        }
+        let noisy = |m: &mut RunMetrics| m.steal_ms_per_s = 50.0;
+        let rs = vec![run_with(0, &jackd, noisy), run_with(0, &fifo, noisy)];
         let t = table(&rs, 1.0, &[jackd, fifo], "head", 20.0);
         let line = t
             .lines()
@@ -676,15 +680,13 @@ mod tests {
     fn runs_are_banded_by_their_steal_per_second_whatever_their_repetition() {
         let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
         let at = |run_i, server: &Contender, steal, lost, p99| {
-            let mut r = run(1.0, run_i, server, 1.0);
-            if let Ok(m) = &mut r.metrics {
+            run_with(run_i, server, |m| {
                 m.cycles = 1000;
                 m.steal_ms_per_s = steal;
                 m.lost = lost;
                 m.xruns = 10 * lost;
                 m.drv_eoc_p99 = p99;
-            }
-            r
+            })
         };
         let rs = vec![
             at(0, &jackd, 0.0, 1, 100.0),
