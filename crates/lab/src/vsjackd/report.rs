@@ -141,7 +141,8 @@ pub(crate) fn cell(v: f64) -> String {
 /// The table for one load: a column per server, and after each resound one
 /// its ratio to jackd2 (for a count, the runs with fewer and more: `count_pairs`)
 /// when jackd2 ran, then the same comparison over the repetitions the host
-/// left quiet (steal at most `quiet_ms_per_s`: [`quiet_repetitions`]).
+/// left quiet (steal at most `quiet_ms_per_s`: `quiet_repetitions`), and
+/// every run banded by its steal (`by_steal`).
 pub fn table(
     rs: &[RunResult],
     load: f64,
