@@ -217,8 +217,8 @@ pub fn table(
 /// and counts xruns whatever server it ran, and an uneven share of such
 /// runs decides the totals above. A line per resound server: how many
 /// repetitions qualified, end of chain p50 and p99 and driver CPU ÷
-/// jackd2's (median [min–max]), and its xruns and lost blocks against
-/// jackd2's over those repetitions.
+/// jackd2's (median [min–max]), and its xruns, lost blocks and blocks lost
+/// or never made against jackd2's over those repetitions.
 fn quiet_repetitions(rs: &[RunResult], load: f64, contenders: &[Contender], limit: f64) -> String {
     let quiet = |m: &RunMetrics| m.steal_ms_per_s <= limit;
     let ours = |label: &str| -> Vec<(usize, &RunMetrics)> {
@@ -265,7 +265,7 @@ fn quiet_repetitions(rs: &[RunResult], load: f64, contenders: &[Contender], limi
                 .sum::<u64>()
         };
         o += &format!(
-            ": end of chain p50 {}, p99 {}, driver CPU {}; xruns {} against {}, lost blocks {} against {}\n",
+            ": end of chain p50 {}, p99 {}, driver CPU {}; xruns {} against {}, lost blocks {} against {}, lost or never made {} against {}\n",
             r(|m| m.drv_eoc_p50),
             r(|m| m.drv_eoc_p99),
             r(|m| m.driver_cpu),
@@ -273,6 +273,8 @@ fn quiet_repetitions(rs: &[RunResult], load: f64, contenders: &[Contender], limi
             sum(|m| m.xruns, false),
             sum(|m| m.lost, true),
             sum(|m| m.lost, false),
+            sum(|m| m.lost + m.blockless, true),
+            sum(|m| m.lost + m.blockless, false),
         );
     }
     if !any_quiet {
@@ -294,7 +296,10 @@ fn steal_bands(q: f64) -> [(f64, f64); 4] {
 
 /// Every run sorted by how hard the host leaned on it (its steal per
 /// second, [`steal_bands`]), a line per band and a cell per server: its
-/// runs in the band, their lost blocks and xruns per 1000 cycles, and the
+/// runs in the band, their periods without a fresh block at the last
+/// client (lost blocks and blocks never made: the row "lost or never
+/// made", which compares jackd2, that skips cycles while its graph is
+/// late, with resound, that does not) and xruns per 1000 periods, and the
 /// median of their end of chain p99 (from the driver's traced wake-up).
 /// Runs of different servers in one band saw a like share of stalls,
 /// whichever repetition they were in, so this compares the servers at
@@ -303,7 +308,7 @@ fn steal_bands(q: f64) -> [(f64, f64); 4] {
 /// did.
 fn by_steal(rs: &[RunResult], load: f64, contenders: &[Contender], q: f64) -> String {
     let width = |k: &Contender| k.label.len().max(28);
-    let mut o = "  by the host's steal per second in each run (runs: lost blocks and xruns per 1000 cycles, median end of chain p99 us):\n".to_string();
+    let mut o = "  by the host's steal per second in each run (runs: blocks lost or never made and xruns per 1000 periods, median end of chain p99 us):\n".to_string();
     o += &format!("    {:<14}", "steal ms/s");
     for k in contenders {
         o += &format!(" {:<w$}", k.label, w = width(k));
@@ -331,19 +336,20 @@ fn by_steal(rs: &[RunResult], load: f64, contenders: &[Contender], q: f64) -> St
     o
 }
 
-/// A cell of [`by_steal`]: "N: lost L, xruns X, p99 P" over `runs`, or
-/// "0" without any.
+/// A cell of [`by_steal`]: "N: dropped D, xruns X, p99 P" over `runs`, or
+/// "0" without any. Periods: the first client's cycles and the periods
+/// without a block.
 fn band_cell(runs: &[&RunMetrics]) -> String {
-    let cycles: u64 = runs.iter().map(|m| m.cycles).sum();
-    if runs.is_empty() || cycles == 0 {
+    let periods: u64 = runs.iter().map(|m| m.cycles + m.blockless).sum();
+    if runs.is_empty() || periods == 0 {
         return runs.len().to_string();
     }
-    let per_k = |n: u64| 1000.0 * n as f64 / cycles as f64;
-    let lost = per_k(runs.iter().map(|m| m.lost).sum());
+    let per_k = |n: u64| 1000.0 * n as f64 / periods as f64;
+    let dropped = per_k(runs.iter().map(|m| m.lost + m.blockless).sum());
     let xruns = per_k(runs.iter().map(|m| m.xruns).sum());
     let p99: Vec<f64> = runs.iter().map(|m| m.drv_eoc_p99).collect();
     format!(
-        "{}: lost {lost:.1}, xruns {xruns:.0}, p99 {:.0}",
+        "{}: dropped {dropped:.1}, xruns {xruns:.0}, p99 {:.0}",
         runs.len(),
         median(&p99)
     )
@@ -660,6 +666,7 @@ mod tests {
         assert!(line.contains("2 of 5"), "{line}");
         assert!(line.contains("end of chain p50 0.60 [0.50-0.70]"), "{line}");
         assert!(line.contains("lost blocks 1 against 5"), "{line}");
+        assert!(line.contains("lost or never made 1 against 5"), "{line}");
         assert!(!t.contains("never that quiet"), "{t}");
     }
 
@@ -680,9 +687,11 @@ mod tests {
     #[test]
     fn runs_are_banded_by_their_steal_per_second_whatever_their_repetition() {
         let (jackd, fifo) = (Contender::of(Base::Jackd), Contender::of(Base::Fifo));
+        // 1000 periods a run: `lost` blocks lost and as many never made.
         let at = |run_i, server: &Contender, steal, lost, p99| {
             run_with(run_i, server, |m| {
-                m.cycles = 1000;
+                m.cycles = 1000 - lost;
+                m.blockless = lost;
                 m.steal_ms_per_s = steal;
                 m.lost = lost;
                 m.xruns = 10 * lost;
@@ -710,11 +719,11 @@ mod tests {
         // 20 ms/s is still quiet; the run whose steal was unread is in no band.
         assert_eq!(
             line("0-20 "),
-            "2: lost 1.5, xruns 15, p99 150 1: lost 3.0, xruns 30, p99 300"
+            "2: dropped 3.0, xruns 15, p99 150 1: dropped 6.0, xruns 30, p99 300"
         );
-        assert_eq!(line("20-100 "), "1: lost 5.0, xruns 50, p99 500 0");
+        assert_eq!(line("20-100 "), "1: dropped 10.0, xruns 50, p99 500 0");
         assert_eq!(line("100-300 "), "0 0");
-        assert_eq!(line(">300 "), "0 1: lost 40.0, xruns 400, p99 4000");
+        assert_eq!(line(">300 "), "0 1: dropped 80.0, xruns 400, p99 4000");
     }
 
     #[test]
