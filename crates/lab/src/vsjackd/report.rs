@@ -307,7 +307,7 @@ fn steal_bands(q: f64) -> [(f64, f64); 4] {
 /// that loses more than another in every band does so whatever the host
 /// did.
 fn by_steal(rs: &[RunResult], load: f64, contenders: &[Contender], q: f64) -> String {
-    let width = |k: &Contender| k.label.len().max(28);
+    let width = |k: &Contender| k.label.len().max(38);
     let mut o = "  by the host's steal per second in each run (runs: blocks lost or never made and xruns per 1000 periods, median end of chain p99 us):\n".to_string();
     o += &format!("    {:<14}", "steal ms/s");
     for k in contenders {
