@@ -73,11 +73,6 @@ pub struct RunData {
     pub untraced: CpuSample,
     /// Its CPU time over the measured window, with the tracer attached.
     pub traced: CpuSample,
-    /// The host's steal time over the measured window, all CPUs together
-    /// ([`host_steal_ns`]; None: `/proc/stat` was unreadable).
-    pub steal_ns: Option<u64>,
-    /// The host's steal time over the untraced window, likewise.
-    pub steal_untraced_ns: Option<u64>,
     /// The driver thread's real wake-ups over the window, traced by the
     /// kernel the same way on both servers (returns from its
     /// `clock_nanosleep`/`nanosleep`); empty if the trace failed.
@@ -86,7 +81,8 @@ pub struct RunData {
     pub trace_error: Option<String>,
 }
 
-/// A thread's schedstat difference over a window.
+/// A thread's schedstat difference over a window, and the host's steal
+/// over the same window.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CpuSample {
     /// The window (CLOCK_MONOTONIC ns).
@@ -95,6 +91,9 @@ pub struct CpuSample {
     pub cpu_ns: u64,
     /// Times the thread was put on a CPU over it.
     pub runs: u64,
+    /// The host's steal time over it, all CPUs together
+    /// ([`host_steal_ns`]; None: `/proc/stat` was unreadable).
+    pub steal_ns: Option<u64>,
 }
 
 /// A started server of either kind.
@@ -251,17 +250,9 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
     }
     std::thread::sleep(spec.warmup);
     let driver = driver_thread(server.pid(), spec.server.is_jackd())?;
-    let steal_u0 = host_steal_ns().ok();
     let untraced = sample_cpu(server.pid(), driver.tid, spec.cpu_window)?;
-    let steal_untraced_ns = steal_u0
-        .zip(host_steal_ns().ok())
-        .map(|(a, b)| b.saturating_sub(a));
     let trace = DriverTrace::start(server.pid(), spec.window + Duration::from_secs(5));
-    let steal0 = host_steal_ns().ok();
     let traced = sample_cpu(server.pid(), driver.tid, spec.window)?;
-    let steal_ns = steal0
-        .zip(host_steal_ns().ok())
-        .map(|(a, b)| b.saturating_sub(a));
     let (t0, t1) = traced.window_ns;
     let period_ns = u64::from(spec.frames) * 1_000_000_000 / u64::from(spec.rate.max(1));
     let (driver_wakes, trace_error) = match trace.and_then(DriverTrace::finish) {
@@ -284,25 +275,29 @@ pub fn run_once(spec: &RunSpec, bins: &Bins, loadclient: &Path) -> Result<RunDat
         driver,
         untraced,
         traced,
-        steal_ns,
-        steal_untraced_ns,
         driver_wakes,
         trace_error,
     })
 }
 
-/// Thread `tid` of `pid`'s CPU time over the next `window`.
+/// Thread `tid` of `pid`'s CPU time, and the host's steal, over the next
+/// `window`.
 fn sample_cpu(pid: u32, tid: u32, window: Duration) -> Result<CpuSample, String> {
+    let steal0 = host_steal_ns().ok();
     let (s0, t0) = (thread_schedstat(pid, tid)?, now_ns());
     let started = Instant::now();
     while started.elapsed() < window {
         std::thread::sleep(Duration::from_millis(50));
     }
     let (s1, t1) = (thread_schedstat(pid, tid)?, now_ns());
+    let steal_ns = steal0
+        .zip(host_steal_ns().ok())
+        .map(|(a, b)| b.saturating_sub(a));
     Ok(CpuSample {
         window_ns: (t0, t1),
         cpu_ns: s1.cpu_ns.saturating_sub(s0.cpu_ns),
         runs: s1.runs.saturating_sub(s0.runs),
+        steal_ns,
     })
 }
 

@@ -233,7 +233,7 @@ pub fn compute(d: &RunData) -> RunMetrics {
         drv_wake_p50: pct(&mut drv_wake, 50.0),
         drv_eoc_p50: pct(&mut drv_eoc, 50.0),
         drv_eoc_p99: pct(&mut drv_eoc, 99.0),
-        steal_ms: d.steal_ns.map_or(f64::NAN, |ns| ns as f64 / 1e6),
+        steal_ms: d.traced.steal_ns.map_or(f64::NAN, |ns| ns as f64 / 1e6),
         steal_ms_per_s: steal_rate(d),
     }
 }
@@ -242,8 +242,8 @@ pub fn compute(d: &RunData) -> RunMetrics {
 /// summed length.
 fn steal_rate(d: &RunData) -> f64 {
     let span = |(a, b): (u64, u64)| b.saturating_sub(a);
-    let ns = span(d.untraced.window_ns) + span(d.window_ns);
-    match (d.steal_ns, d.steal_untraced_ns) {
+    let ns = span(d.untraced.window_ns) + span(d.traced.window_ns);
+    match (d.traced.steal_ns, d.untraced.steal_ns) {
         (Some(m), Some(u)) if ns > 0 => (m + u) as f64 / 1e6 / (ns as f64 / 1e9),
         _ => f64::NAN,
     }
@@ -472,8 +472,6 @@ mod tests {
             },
             untraced: CpuSample::default(),
             traced: CpuSample::default(),
-            steal_ns: None,
-            steal_untraced_ns: None,
             driver_wakes: Vec::new(),
             trace_error: None,
         }
@@ -485,15 +483,19 @@ mod tests {
         let mut d = RunData {
             untraced: CpuSample {
                 window_ns: (s, 2 * s),
+                steal_ns: Some(10_000_000),
                 ..CpuSample::default()
             },
-            steal_ns: Some(30_000_000),
-            steal_untraced_ns: Some(10_000_000),
+            traced: CpuSample {
+                window_ns: (2 * s, 5 * s),
+                steal_ns: Some(30_000_000),
+                ..CpuSample::default()
+            },
             ..run_data(Vec::new(), (2 * s, 5 * s))
         };
         // 40 ms over 1 s + 3 s.
         assert_eq!(steal_rate(&d), 10.0);
-        d.steal_untraced_ns = None;
+        d.untraced.steal_ns = None;
         assert!(steal_rate(&d).is_nan(), "one window unread: unknown");
     }
 
@@ -523,13 +525,14 @@ mod tests {
                 window_ns: (0, 2 * p - 1),
                 cpu_ns: 40_000,
                 runs: 6,
+                steal_ns: None,
             },
             traced: CpuSample {
                 window_ns: (2 * p, 3 * p + 60_000),
                 cpu_ns: 100_000,
                 runs: 2,
+                steal_ns: Some(30_000_000),
             },
-            steal_ns: Some(30_000_000),
             driver_wakes: driver_wakes(4, p, 20_000),
             ..run_data(vec![c1, c2], (0, 3 * p + 60_000))
         };
