@@ -376,7 +376,7 @@ pub const METRICS: &[Metric] = &[
     // late client loses one, so the two rows above trade with each other
     // between the servers and their sum compares them alike.
     count("dropped", "  lost or never made (total)", |m| {
-        (m.lost + m.blockless) as f64
+        m.dropped() as f64
     }),
     time("driver_cpu_us", "driver thread CPU/cycle (us)", |m| {
         m.driver_cpu
@@ -394,6 +394,12 @@ pub const METRICS: &[Metric] = &[
 ];
 
 impl RunMetrics {
+    /// The periods whose fresh block the last client never got: lost on
+    /// the way ([`Self::lost`]) or never made ([`Self::blockless`]).
+    pub fn dropped(&self) -> u64 {
+        self.lost + self.blockless
+    }
+
     /// As a JSON object (metric keys, plus `cycles`).
     pub fn to_json(&self) -> Value {
         let mut o = serde_json::Map::new();

@@ -40,6 +40,18 @@ pub(crate) fn median(v: &[f64]) -> f64 {
     }
 }
 
+/// The successful runs at `load` of the server labelled `label`, with
+/// their repetition.
+fn runs_of<'a>(
+    rs: &'a [RunResult],
+    load: f64,
+    label: &'a str,
+) -> impl Iterator<Item = (usize, &'a RunMetrics)> {
+    rs.iter()
+        .filter(move |r| r.load == load && r.server.label == label)
+        .filter_map(|r| r.metrics.as_ref().ok().map(|m| (r.run, m)))
+}
+
 /// Values of metric `get` of the successful runs at `load` of the server
 /// labelled `label`, by run.
 fn values(
@@ -48,9 +60,8 @@ fn values(
     label: &str,
     get: fn(&RunMetrics) -> f64,
 ) -> Vec<(usize, f64)> {
-    rs.iter()
-        .filter(|r| r.load == load && r.server.label == label)
-        .filter_map(|r| r.metrics.as_ref().ok().map(|m| (r.run, get(m))))
+    runs_of(rs, load, label)
+        .map(|(run, m)| (run, get(m)))
         .collect()
 }
 
@@ -221,22 +232,14 @@ pub fn table(
 /// or never made against jackd2's over those repetitions.
 fn quiet_repetitions(rs: &[RunResult], load: f64, contenders: &[Contender], limit: f64) -> String {
     let quiet = |m: &RunMetrics| m.steal_ms_per_s <= limit;
-    let ours = |label: &str| -> Vec<(usize, &RunMetrics)> {
-        rs.iter()
-            .filter(|r| r.load == load && r.server.label == label)
-            .filter_map(|r| r.metrics.as_ref().ok().map(|m| (r.run, m)))
-            .collect()
-    };
-    let theirs = ours(JACKD_LABEL);
+    let theirs: Vec<(usize, &RunMetrics)> = runs_of(rs, load, JACKD_LABEL).collect();
     let mut o = format!(
         "  repetitions the host left quiet (steal at most {limit} ms/s over both windows of this server's run and of jackd2's), resound / jackd2:\n"
     );
     let mut any_quiet = false;
     for k in contenders.iter().filter(|k| !k.is_jackd()) {
-        let mine = ours(&k.label);
-        let pairs: Vec<(&RunMetrics, &RunMetrics)> = mine
-            .iter()
-            .filter_map(|&(run, m)| Some((m, theirs.iter().find(|t| t.0 == run)?.1)))
+        let pairs: Vec<(&RunMetrics, &RunMetrics)> = runs_of(rs, load, &k.label)
+            .filter_map(|(run, m)| Some((m, theirs.iter().find(|t| t.0 == run)?.1)))
             .collect();
         let both = pairs.len();
         let pairs: Vec<_> = pairs
@@ -273,8 +276,8 @@ fn quiet_repetitions(rs: &[RunResult], load: f64, contenders: &[Contender], limi
             sum(|m| m.xruns, false),
             sum(|m| m.lost, true),
             sum(|m| m.lost, false),
-            sum(|m| m.lost + m.blockless, true),
-            sum(|m| m.lost + m.blockless, false),
+            sum(RunMetrics::dropped, true),
+            sum(RunMetrics::dropped, false),
         );
     }
     if !any_quiet {
@@ -322,10 +325,8 @@ fn by_steal(rs: &[RunResult], load: f64, contenders: &[Contender], q: f64) -> St
         };
         o += &format!("    {band:<14}");
         for k in contenders {
-            let runs: Vec<&RunMetrics> = rs
-                .iter()
-                .filter(|r| r.load == load && r.server.label == k.label)
-                .filter_map(|r| r.metrics.as_ref().ok())
+            let runs: Vec<&RunMetrics> = runs_of(rs, load, &k.label)
+                .map(|(_, m)| m)
                 .filter(|m| m.steal_ms_per_s > lo || (lo == 0.0 && m.steal_ms_per_s >= 0.0))
                 .filter(|m| m.steal_ms_per_s <= hi)
                 .collect();
@@ -345,7 +346,7 @@ fn band_cell(runs: &[&RunMetrics]) -> String {
         return runs.len().to_string();
     }
     let per_k = |n: u64| 1000.0 * n as f64 / periods as f64;
-    let dropped = per_k(runs.iter().map(|m| m.lost + m.blockless).sum());
+    let dropped = per_k(runs.iter().map(|m| m.dropped()).sum());
     let xruns = per_k(runs.iter().map(|m| m.xruns).sum());
     let p99: Vec<f64> = runs.iter().map(|m| m.drv_eoc_p99).collect();
     format!(
