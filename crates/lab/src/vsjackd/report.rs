@@ -65,19 +65,30 @@ fn values(
         .collect()
 }
 
-/// Each run of the server labelled `label` at `load` beside jackd2's run
-/// with the same index, as (its value, jackd2's): the runs alternate, so
-/// each pair saw the same machine.
+/// Each successful run of the server labelled `label` at `load` beside
+/// jackd2's run with the same index, as (its metrics, jackd2's): the runs
+/// alternate, so each pair saw the same machine.
+fn paired_runs<'a>(
+    rs: &'a [RunResult],
+    load: f64,
+    label: &'a str,
+) -> Vec<(&'a RunMetrics, &'a RunMetrics)> {
+    let theirs: Vec<(usize, &RunMetrics)> = runs_of(rs, load, JACKD_LABEL).collect();
+    runs_of(rs, load, label)
+        .filter_map(|(run, m)| Some((m, theirs.iter().find(|t| t.0 == run)?.1)))
+        .collect()
+}
+
+/// [`paired_runs`], as (its value of metric `get`, jackd2's).
 fn paired(
     rs: &[RunResult],
     load: f64,
     label: &str,
     get: fn(&RunMetrics) -> f64,
 ) -> Vec<(f64, f64)> {
-    let theirs = values(rs, load, JACKD_LABEL, get);
-    values(rs, load, label, get)
+    paired_runs(rs, load, label)
         .into_iter()
-        .filter_map(|(run, x)| Some((x, theirs.iter().find(|t| t.0 == run)?.1)))
+        .map(|(m, j)| (get(m), get(j)))
         .collect()
 }
 
@@ -232,15 +243,12 @@ pub fn table(
 /// or never made against jackd2's over those repetitions.
 fn quiet_repetitions(rs: &[RunResult], load: f64, contenders: &[Contender], limit: f64) -> String {
     let quiet = |m: &RunMetrics| m.steal_ms_per_s <= limit;
-    let theirs: Vec<(usize, &RunMetrics)> = runs_of(rs, load, JACKD_LABEL).collect();
     let mut o = format!(
         "  repetitions the host left quiet (steal at most {limit} ms/s over both windows of this server's run and of jackd2's), resound / jackd2:\n"
     );
     let mut any_quiet = false;
     for k in contenders.iter().filter(|k| !k.is_jackd()) {
-        let pairs: Vec<(&RunMetrics, &RunMetrics)> = runs_of(rs, load, &k.label)
-            .filter_map(|(run, m)| Some((m, theirs.iter().find(|t| t.0 == run)?.1)))
-            .collect();
+        let pairs = paired_runs(rs, load, &k.label);
         let both = pairs.len();
         let pairs: Vec<_> = pairs
             .into_iter()
